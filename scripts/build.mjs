@@ -1,0 +1,155 @@
+#!/usr/bin/env node
+// Builds the single executable:
+//   1. bundle src/ into one CommonJS file (esbuild);
+//   2. for each target (linux-x64, linux-arm64): a SEA blob from sea-config.json with
+//      every file of templates/ embedded as an asset, a stripped copy of the pinned
+//      Node binary (npm packages node-linux-<arch>, integrity from package-lock.json),
+//      the blob injected with postject (strip first: stripping after injection
+//      destroys the blob);
+//   3. dist/service-deploy (this machine's arch) and dist/SHA256SUMS.
+// Unchanged inputs skip the slow steps (a stamp per target).
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as esbuild from 'esbuild';
+
+const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const build = path.join(repo, 'build');
+const dist = path.join(repo, 'dist');
+const pkg = JSON.parse(fs.readFileSync(path.join(repo, 'package.json'), 'utf8'));
+const lock = JSON.parse(fs.readFileSync(path.join(repo, 'package-lock.json'), 'utf8'));
+const SENTINEL = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2';
+const TARGETS = [
+  { arch: 'x64', strip: ['strip', 'x86_64-linux-gnu-strip', 'llvm-strip'] },
+  { arch: 'arm64', strip: ['aarch64-linux-gnu-strip', 'llvm-strip'] },
+];
+const hostArch = process.arch;
+const only = process.env.SERVICE_DEPLOY_BUILD_ARCH; // e.g. "x64" for a quicker local build
+
+fs.mkdirSync(build, { recursive: true });
+fs.mkdirSync(dist, { recursive: true });
+
+/** Routes every `string-width` import through scripts/shims/string-width.cjs (see there). */
+const lazyStringWidth = {
+  name: 'lazy-string-width',
+  setup(b) {
+    b.onResolve({ filter: /^string-width$/ }, () => ({ path: path.join(repo, 'scripts/shims/string-width.cjs') }));
+    b.onResolve({ filter: /^string-width-real$/ }, () => ({ path: path.join(repo, 'node_modules/string-width/index.js') }));
+  },
+};
+
+const started = Date.now();
+await bundle();
+const sums = [];
+for (const target of TARGETS) {
+  if (only && only !== target.arch) continue;
+  const out = buildTarget(target);
+  sums.push(`${sha256(fs.readFileSync(out))}  ${path.basename(out)}`);
+}
+const native = path.join(dist, `service-deploy-linux-${hostArch}`);
+if (fs.existsSync(native)) {
+  fs.copyFileSync(native, path.join(dist, 'service-deploy'));
+  fs.chmodSync(path.join(dist, 'service-deploy'), 0o755);
+}
+fs.writeFileSync(path.join(dist, 'SHA256SUMS'), `${sums.join('\n')}\n`);
+const version = execFileSync(path.join(dist, 'service-deploy'), ['--version'], { encoding: 'utf8' }).trim();
+console.error(`built service-deploy ${version} in ${((Date.now() - started) / 1000).toFixed(1)} s -> dist/`);
+
+async function bundle() {
+  await esbuild.build({
+    entryPoints: [path.join(repo, 'src/main.ts')],
+    outfile: path.join(build, 'service-deploy.cjs'),
+    bundle: true,
+    platform: 'node',
+    format: 'cjs',
+    target: 'node24',
+    minifySyntax: true,
+    minifyWhitespace: true,
+    legalComments: 'none',
+    logLevel: 'warning',
+    // ESM dependencies (yargs) ask import.meta.url for their own location.
+    banner: { js: '//# allFunctionsCalledOnLoad\nvar __import_meta_url = require("node:url").pathToFileURL(__filename).href;' },
+    plugins: [lazyStringWidth],
+    define: {
+      'import.meta.url': '__import_meta_url',
+      SERVICE_DEPLOY_VERSION: JSON.stringify(pkg.version),
+    },
+  });
+}
+
+function buildTarget({ arch, strip }) {
+  const templates = fs.readdirSync(path.join(repo, 'templates')).sort();
+  const base = JSON.parse(fs.readFileSync(path.join(repo, 'sea-config.json'), 'utf8'));
+  const config = {
+    ...base,
+    main: path.join(repo, base.main),
+    output: path.join(build, `sea-prep-${arch}.blob`),
+    // A code cache is only valid for the V8 that made it: cross-built targets go without.
+    useCodeCache: base.useCodeCache && arch === hostArch,
+    assets: Object.fromEntries(templates.map((name) => [`templates/${name}`, path.join(repo, 'templates', name)])),
+  };
+  const configPath = path.join(build, `sea-config-${arch}.json`);
+  fs.writeFileSync(configPath, JSON.stringify(config, null, 2));
+  execFileSync(process.execPath, ['--experimental-sea-config', configPath], { stdio: ['ignore', 'ignore', 'inherit'] });
+  const blob = fs.readFileSync(config.output);
+
+  const { binary, integrity } = nodeBinary(arch);
+  const out = path.join(dist, `service-deploy-linux-${arch}`);
+  const stampPath = path.join(build, `stamp-${arch}`);
+  const stamp = sha256(Buffer.concat([blob, Buffer.from(integrity)]));
+  if (fs.existsSync(out) && fs.existsSync(stampPath) && fs.readFileSync(stampPath, 'utf8') === stamp) return out;
+
+  const work = path.join(build, `node-${arch}`);
+  fs.copyFileSync(binary, work);
+  fs.chmodSync(work, 0o755);
+  const stripper = strip.find(commandExists);
+  if (!stripper) throw new Error(`no strip for ${arch}: install one of ${strip.join(', ')} (Debian: binutils-aarch64-linux-gnu)`);
+  execFileSync(stripper, [work]);
+  fs.writeFileSync(path.join(build, `node-${arch}.stripped-size`), String(fs.statSync(work).size));
+  const postject = path.join(repo, 'node_modules/postject/dist/cli.js');
+  execFileSync(process.execPath, [postject, work, 'NODE_SEA_BLOB', config.output, '--sentinel-fuse', SENTINEL], {
+    stdio: ['ignore', 'ignore', 'ignore'],
+  });
+  fs.renameSync(work, out);
+  fs.writeFileSync(stampPath, stamp);
+  return out;
+}
+
+/** The pinned Node binary for `arch`, checked against package-lock.json's integrity. */
+function nodeBinary(arch) {
+  const name = `node-linux-${arch}`;
+  const entry = lock.packages[`node_modules/${name}`];
+  if (!entry?.integrity) throw new Error(`${name} is not pinned in package-lock.json`);
+  const installed = path.join(repo, 'node_modules', name, 'bin', 'node');
+  if (fs.existsSync(installed)) return { binary: installed, integrity: entry.integrity };
+  // Another arch's package is skipped by npm install (os/cpu): fetch its tarball and verify it.
+  const cache = path.join(repo, '.cache', `${name}-${entry.version}`);
+  const binary = path.join(cache, 'package', 'bin', 'node');
+  if (!fs.existsSync(binary)) {
+    fs.mkdirSync(cache, { recursive: true });
+    const file = execFileSync('npm', ['pack', `${name}@${entry.version}`, '--silent', '--pack-destination', cache], {
+      encoding: 'utf8',
+    }).trim().split('\n').pop();
+    const tarball = path.join(cache, file);
+    const [algo, expected] = entry.integrity.split(/-(.*)/s);
+    const actual = createHash(algo).update(fs.readFileSync(tarball)).digest('base64');
+    if (actual !== expected) throw new Error(`${name}@${entry.version}: integrity mismatch (got ${algo}-${actual})`);
+    execFileSync('tar', ['-xzf', tarball, '-C', cache]);
+  }
+  return { binary, integrity: entry.integrity };
+}
+
+function commandExists(command) {
+  try {
+    execFileSync('sh', ['-c', `command -v ${command}`], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function sha256(buffer) {
+  return createHash('sha256').update(buffer).digest('hex');
+}

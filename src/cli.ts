@@ -1,0 +1,57 @@
+import yargs from 'yargs';
+import { CancelledError, DeployError, ExitCode, UsageError, exitCodeOf } from './errors.js';
+import { printError } from './output.js';
+import { VERSION } from './version.js';
+import { commands } from './commands/index.js';
+
+const EPILOG = `Exit codes: 0 ok, 1 failure, 2 bad usage or input (nothing was changed).
+Secrets (API key, mesh auth key, MCP token, channel token) are read from environment
+variables, files or prompts, never from flags: process arguments are visible to every user.
+Docs: README.md and docs/ in the source repository.`;
+
+export function buildCli(args: string[]) {
+  let cli = yargs(args)
+    .scriptName('service-deploy')
+    .usage('$0 [command] [options]\n\nDeploy and operate a private AI agent on this server.')
+    .version(VERSION)
+    .alias('version', 'V')
+    .help()
+    .alias('help', 'h')
+    .strict()
+    .recommendCommands()
+    .wrap(Math.min(100, process.stdout.columns || 100))
+    .epilog(EPILOG)
+    .exitProcess(false)
+    .fail((message, error) => {
+      // yargs calls this for parse errors (message) and for handler errors (error).
+      if (error) throw error;
+      throw new UsageError(message ?? 'invalid usage', 'see `service-deploy --help`');
+    });
+  for (const command of commands) cli = cli.command(command);
+  return cli;
+}
+
+/** Parses, runs the matched command, and maps any error to a message and an exit code. */
+export async function main(args: string[]): Promise<void> {
+  try {
+    await buildCli(args).parseAsync();
+  } catch (error) {
+    reportError(error);
+    process.exitCode = exitCodeOf(error);
+    return;
+  }
+  process.exitCode ??= ExitCode.ok;
+}
+
+export function reportError(error: unknown): void {
+  if (error instanceof CancelledError) {
+    printError(`Cancelled: ${error.message}`);
+  } else if (error instanceof DeployError) {
+    printError(`Error: ${error.message}`);
+    if (error.hint) printError(`  -> ${error.hint}`);
+  } else {
+    const text = error instanceof Error ? (error.stack ?? error.message) : String(error);
+    printError(`Internal error: ${text}`);
+    printError('  -> this is a bug in service-deploy; please report it with the output above');
+  }
+}

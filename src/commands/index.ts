@@ -1,0 +1,13 @@
+import type { CommandModule } from 'yargs';
+import { installCommand } from './install.js';
+import { chatCommand, doctorCommand, guardCommand, partnerCommand, statusCommand } from './stubs.js';
+
+/** The static command registry (no commandDir: it scans the disk, which a single binary does not have). */
+export const commands: CommandModule<any, any>[] = [
+  installCommand,
+  doctorCommand,
+  guardCommand,
+  statusCommand,
+  chatCommand,
+  partnerCommand,
+];

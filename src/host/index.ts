@@ -1,0 +1,54 @@
+import { Exec } from './exec.js';
+import { Files } from './files.js';
+import { Locks } from './locks.js';
+import { Logger } from './log.js';
+import { PathMap } from './paths.js';
+import { Redactor } from './redact.js';
+import { Services } from './services.js';
+
+export { ROOT_OWNER, type Owner, type FileInfo } from './files.js';
+export { MASK, maskSecret } from './redact.js';
+
+/**
+ * The only door to the machine. Steps, checks and commands receive a Host and
+ * touch files, processes, services and locks through it, so the same code runs
+ * against a real server, a sandbox folder (SERVICE_DEPLOY_ROOT) with stand-in
+ * commands on PATH, or a booted test container.
+ */
+export interface Host {
+  readonly paths: PathMap;
+  readonly files: Files;
+  readonly exec: Exec;
+  readonly services: Services;
+  readonly locks: Locks;
+  readonly redactor: Redactor;
+  readonly log: Logger;
+  readonly env: NodeJS.ProcessEnv;
+  now(): Date;
+}
+
+export interface HostOptions {
+  env?: NodeJS.ProcessEnv;
+  verbose?: boolean;
+  quiet?: boolean;
+  stderr?: (line: string) => void;
+}
+
+export function createHost(options: HostOptions = {}): Host {
+  const env = options.env ?? process.env;
+  const paths = new PathMap(env.SERVICE_DEPLOY_ROOT);
+  const redactor = new Redactor();
+  const log = new Logger(redactor, { verbose: options.verbose, quiet: options.quiet, stderr: options.stderr });
+  const exec = new Exec(redactor, log, env);
+  return {
+    paths,
+    files: new Files(paths),
+    exec,
+    services: new Services(exec),
+    locks: new Locks(paths),
+    redactor,
+    log,
+    env,
+    now: () => new Date(),
+  };
+}
