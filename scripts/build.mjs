@@ -42,12 +42,13 @@ const lazyStringWidth = {
 
 const started = Date.now();
 await bundle();
-const sums = [];
 for (const target of TARGETS) {
-  if (only && only !== target.arch) continue;
-  const out = buildTarget(target);
-  sums.push(`${sha256(fs.readFileSync(out))}  ${path.basename(out)}`);
+  if (!only || only === target.arch) buildTarget(target);
 }
+// Every binary in dist/ (a one-arch rebuild keeps the other's entry true).
+const sums = TARGETS.map(({ arch }) => path.join(dist, `service-deploy-linux-${arch}`))
+  .filter((file) => fs.existsSync(file))
+  .map((file) => `${sha256(fs.readFileSync(file))}  ${path.basename(file)}`);
 const native = path.join(dist, `service-deploy-linux-${hostArch}`);
 if (fs.existsSync(native)) {
   fs.copyFileSync(native, path.join(dist, 'service-deploy'));

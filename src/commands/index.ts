@@ -1,5 +1,6 @@
 import type { CommandModule } from 'yargs';
 import { installCommand } from './install.js';
+import { profileCommand } from './profile.js';
 import { chatCommand, doctorCommand, guardCommand, partnerCommand, statusCommand } from './stubs.js';
 
 /** The static command registry (no commandDir: it scans the disk, which a single binary does not have). */
@@ -10,4 +11,5 @@ export const commands: CommandModule<any, any>[] = [
   statusCommand,
   chatCommand,
   partnerCommand,
+  profileCommand,
 ];

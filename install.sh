@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# service-deploy installer: downloads the service-deploy binary for this machine,
+# verifies its SHA-256 against SHA256SUMS, installs it to /usr/local/bin and runs it
+# with every argument given to this script.
+#
+#   curl -fsSL https://<setup_url>/install.sh | sudo bash
+#   curl -fsSL https://<setup_url>/install.sh | sudo bash -s -- --reset-clean
+#
+# Environment:
+#   SERVICE_SETUP_URL             where install.sh, SHA256SUMS and the binaries are
+#                                 served (https only); default below
+#   SERVICE_CA_BUNDLE             a CA file for that server (tests; private mirrors)
+#   SERVICE_ALLOW_UNSUPPORTED_OS  1 = run on an OS other than Ubuntu 22.04/24.04
+#   SERVICE_DEPLOY_ROOT           sandbox folder: install under it instead of / (tests)
+#
+# The whole script is one function called on the last line: a download cut short
+# runs nothing.
+
+set -euo pipefail
+
+DEFAULT_SETUP_URL="https://setup.service.example"
+BIN_NAME="service-deploy"
+
+info() { printf '%s\n' "service-deploy: $*" >&2; }
+fatal() {
+  printf '%s\n' "service-deploy: error: $*" >&2
+  exit 1
+}
+
+resolve_settings() {
+  SETUP_URL="${SERVICE_SETUP_URL:-$DEFAULT_SETUP_URL}"
+  SETUP_URL="${SETUP_URL%/}"
+  ROOT="${SERVICE_DEPLOY_ROOT:-}"
+  ROOT="${ROOT%/}"
+  INSTALL_PATH="${ROOT}/usr/local/bin/${BIN_NAME}"
+  case "$SETUP_URL" in
+    https://*) ;;
+    *) fatal "SERVICE_SETUP_URL must be an https:// URL (got '$SETUP_URL')" ;;
+  esac
+  CURL_OPTS=(--fail --silent --show-error --location --proto '=https' --tlsv1.2 --retry 3 --retry-delay 2 --connect-timeout 20)
+  if [ -n "${SERVICE_CA_BUNDLE:-}" ]; then
+    [ -r "$SERVICE_CA_BUNDLE" ] || fatal "SERVICE_CA_BUNDLE: cannot read $SERVICE_CA_BUNDLE"
+    CURL_OPTS+=(--cacert "$SERVICE_CA_BUNDLE")
+  fi
+}
+
+verify_root() {
+  if [ -z "$ROOT" ] && [ "$(id -u)" -ne 0 ]; then
+    fatal "run as root: curl -fsSL ${SETUP_URL}/install.sh | sudo bash"
+  fi
+}
+
+detect_arch() {
+  case "$(uname -m)" in
+    x86_64 | amd64) ARCH="x64" ;;
+    aarch64 | arm64) ARCH="arm64" ;;
+    *) fatal "unsupported CPU architecture $(uname -m): x86_64 and aarch64 are supported" ;;
+  esac
+}
+
+# Prints one value of /etc/os-release (read, not sourced: it is data, not a script).
+os_release_value() {
+  local key="$1" line value
+  [ -r "${ROOT}/etc/os-release" ] || return 0
+  while IFS= read -r line; do
+    case "$line" in
+      "$key="*)
+        value="${line#*=}"
+        value="${value#\"}"
+        value="${value%\"}"
+        printf '%s' "$value"
+        return 0
+        ;;
+    esac
+  done <"${ROOT}/etc/os-release"
+}
+
+verify_os() {
+  local id version
+  id="$(os_release_value ID)"
+  version="$(os_release_value VERSION_ID)"
+  if [ "$id" = "ubuntu" ] && { [ "$version" = "22.04" ] || [ "$version" = "24.04" ]; }; then
+    return 0
+  fi
+  if [ "${SERVICE_ALLOW_UNSUPPORTED_OS:-}" = "1" ]; then
+    info "warning: ${id:-unknown} ${version:-} is not supported (Ubuntu 22.04 or 24.04); continuing because SERVICE_ALLOW_UNSUPPORTED_OS=1"
+    return 0
+  fi
+  fatal "${id:-unknown OS} ${version:-} is not supported: use Ubuntu 22.04 or 24.04 (set SERVICE_ALLOW_UNSUPPORTED_OS=1 to try anyway)"
+}
+
+verify_tools() {
+  local tool
+  for tool in curl sha256sum uname mktemp install; do
+    command -v "$tool" >/dev/null 2>&1 || fatal "$tool is required but not installed"
+  done
+}
+
+# Prints the expected SHA-256 of the binary for ARCH, from the server's SHA256SUMS.
+expected_checksum() {
+  local sums="$1" file="${BIN_NAME}-linux-${ARCH}" hash name
+  while read -r hash name; do
+    if [ "${name#\*}" = "$file" ]; then
+      printf '%s' "$hash"
+      return 0
+    fi
+  done <"$sums"
+  fatal "SHA256SUMS from ${SETUP_URL} has no entry for ${file}"
+}
+
+download_and_verify() {
+  local expected actual
+  curl "${CURL_OPTS[@]}" -o "$TMP_DIR/SHA256SUMS" "${SETUP_URL}/SHA256SUMS" ||
+    fatal "could not download ${SETUP_URL}/SHA256SUMS"
+  expected="$(expected_checksum "$TMP_DIR/SHA256SUMS")"
+  case "$expected" in
+    [0-9a-f][0-9a-f][0-9a-f][0-9a-f]*) ;;
+    *) fatal "SHA256SUMS entry for ${BIN_NAME}-linux-${ARCH} is not a SHA-256" ;;
+  esac
+  if [ -x "$INSTALL_PATH" ] && [ "$(sha256sum "$INSTALL_PATH" | cut -d' ' -f1)" = "$expected" ]; then
+    info "${INSTALL_PATH} is already the current version; skipping the download"
+    return 0
+  fi
+  info "downloading ${BIN_NAME} for linux-${ARCH}"
+  curl "${CURL_OPTS[@]}" -o "$TMP_DIR/$BIN_NAME" "${SETUP_URL}/${BIN_NAME}-linux-${ARCH}" ||
+    fatal "could not download ${SETUP_URL}/${BIN_NAME}-linux-${ARCH}"
+  actual="$(sha256sum "$TMP_DIR/$BIN_NAME" | cut -d' ' -f1)"
+  if [ "$actual" != "$expected" ]; then
+    fatal "checksum mismatch for ${BIN_NAME}-linux-${ARCH} (expected ${expected}, got ${actual}); not installing it"
+  fi
+  # Same folder, then rename: a concurrent reader never sees half a binary.
+  install -d -m 0755 "$(dirname "$INSTALL_PATH")"
+  install -m 0755 "$TMP_DIR/$BIN_NAME" "${INSTALL_PATH}.new"
+  mv -f "${INSTALL_PATH}.new" "$INSTALL_PATH"
+  info "installed ${INSTALL_PATH}"
+}
+
+cleanup() {
+  if [ -n "${TMP_DIR:-}" ]; then rm -rf "$TMP_DIR"; fi
+}
+
+run_binary() {
+  # Under `curl | bash` our stdin is the pipe: prompts must read the terminal instead.
+  if [ -t 0 ]; then
+    exec "$INSTALL_PATH" "$@"
+  elif { : </dev/tty; } 2>/dev/null; then
+    exec "$INSTALL_PATH" "$@" </dev/tty
+  else
+    exec "$INSTALL_PATH" "$@" </dev/null
+  fi
+}
+
+main() {
+  resolve_settings
+  verify_root
+  detect_arch
+  verify_os
+  verify_tools
+  TMP_DIR="$(mktemp -d)"
+  trap cleanup EXIT
+  download_and_verify
+  cleanup
+  trap - EXIT
+  run_binary "$@"
+}
+
+main "$@"

@@ -1,0 +1,440 @@
+import fs from 'node:fs';
+import { UsageError } from '../errors.js';
+import { Redactor } from '../host/redact.js';
+import { VERSION } from '../version.js';
+import {
+  AgentNotFoundError,
+  EmailExistsError,
+  PartnerApiError,
+  PartnerTimeoutError,
+  PartnerUnavailableError,
+  TeamLimitError,
+  UnauthorizedError,
+} from './errors.js';
+import {
+  OnboardResponseSchema,
+  type MapAgentBody,
+  type OnboardBody,
+  type OnboardResponse,
+  type TeamMemberBody,
+} from './schemas.js';
+
+/**
+ * The partner API client (SPEC 4.3, 5.1, 7). One request per call, with retries only
+ * where repeating cannot create a second customer or member; see docs/partner-api.md.
+ */
+
+export const API_KEY_ENV = 'SERVICE_PARTNER_API_KEY';
+export const API_KEY_PREFIX = 'pkt_';
+export const DEFAULT_TIMEOUT_MS = 30_000;
+
+export interface RetryPolicy {
+  /** Total attempts, the first included. */
+  attempts: number;
+  baseDelayMs: number;
+  maxDelayMs: number;
+}
+export const DEFAULT_RETRY: RetryPolicy = { attempts: 3, baseDelayMs: 250, maxDelayMs: 4_000 };
+
+/**
+ * How a call may be repeated:
+ * - `once`: not idempotent (onboarding, adding a member). Repeated only when the request
+ *   provably never left this machine (connection refused, DNS not ready, connect timeout)
+ *   or was turned away by a rate limit (429).
+ * - `idempotent`: repeating leaves the same state (mapping an agent to a customer), so
+ *   502/503/504 and a connection lost mid-request are retried as well.
+ * A timeout is never retried: the caller chose the time budget with --timeout.
+ */
+type RepeatSafety = 'once' | 'idempotent';
+
+interface Operation {
+  name: 'onboard' | 'map-agent' | 'add-member';
+  path: string;
+  body: unknown;
+  safety: RepeatSafety;
+  /** What the error messages talk about: "customer ana@example.com", "agent ag_1 on voice-one". */
+  subject: string;
+}
+
+export interface PartnerClientOptions {
+  baseUrl: string;
+  apiKey: string;
+  /** Where keys are made (profile.portalApiKeysPage), for the 401 hint. */
+  portalApiKeysPage: string;
+  timeoutMs?: number;
+  retry?: Partial<RetryPolicy>;
+  fetch?: typeof globalThis.fetch;
+  sleep?: (ms: number) => Promise<void>;
+  random?: () => number;
+  /** Receives already-redacted lines: `debug` for every request, `warn` for retries. */
+  log?: { debug(line: string): void; warn(line: string): void };
+}
+
+export class PartnerClient {
+  private readonly redactor = new Redactor();
+  private readonly timeoutMs: number;
+  private readonly retry: RetryPolicy;
+  private readonly fetch: typeof globalThis.fetch;
+  private readonly sleep: (ms: number) => Promise<void>;
+  private readonly random: () => number;
+
+  constructor(private readonly options: PartnerClientOptions) {
+    this.redactor.add(options.apiKey);
+    this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.retry = { ...DEFAULT_RETRY, ...options.retry };
+    this.fetch = options.fetch ?? globalThis.fetch;
+    this.sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
+    this.random = options.random ?? Math.random;
+  }
+
+  /** POST /api/v1/mcp/customers/onboard. Never repeated once the request may have arrived. */
+  async onboard(body: OnboardBody): Promise<OnboardResponse> {
+    const subject = `customer ${body.basic.email}`;
+    const answer = await this.send({ name: 'onboard', path: '/api/v1/mcp/customers/onboard', body, safety: 'once', subject });
+    const parsed = OnboardResponseSchema.safeParse(answer);
+    if (!parsed.success) {
+      throw new PartnerApiError(
+        `onboarding succeeded but the answer carries no customer id: ${this.excerpt(JSON.stringify(answer) ?? '')}`,
+        undefined,
+        `the customer was probably created: find ${body.basic.email} in the portal's customer list; do not onboard again`,
+      );
+    }
+    return parsed.data;
+  }
+
+  /** POST /api/v1/mcp/<provider>-agents/{agent_id}/map-customer. Idempotent: safe to repeat. */
+  async mapAgent(provider: string, agentId: string, body: MapAgentBody): Promise<unknown> {
+    return this.send({
+      name: 'map-agent',
+      path: `/api/v1/mcp/${provider}-agents/${encodeURIComponent(agentId)}/map-customer`,
+      body,
+      safety: 'idempotent',
+      subject: `${provider} agent ${agentId}`,
+    });
+  }
+
+  /** POST /api/v1/mcp/customers/{customer_id}/team-members. Not repeated once it may have arrived. */
+  async addTeamMember(customerId: string, body: TeamMemberBody): Promise<unknown> {
+    return this.send({
+      name: 'add-member',
+      path: `/api/v1/mcp/customers/${encodeURIComponent(customerId)}/team-members`,
+      body,
+      safety: 'once',
+      subject: `team member ${body.email} of customer ${customerId}`,
+    });
+  }
+
+  private async send(operation: Operation): Promise<unknown> {
+    const url = `${this.options.baseUrl}${operation.path}`;
+    const payload = JSON.stringify(operation.body);
+    for (let attempt = 1; ; attempt++) {
+      const started = Date.now();
+      const outcome = await this.attempt(url, payload);
+      const elapsed = `${Date.now() - started} ms`;
+      const lastAttempt = attempt >= this.retry.attempts;
+
+      if (outcome.kind === 'response') {
+        const { status, text, retryAfterMs } = outcome;
+        this.debug(`POST ${operation.path} -> ${status} in ${elapsed} (attempt ${attempt})`);
+        if (status >= 200 && status < 300) return parseSuccessBody(text);
+        const retryable = status === 429 || (operation.safety === 'idempotent' && [502, 503, 504].includes(status));
+        const delay = this.backoff(attempt, retryAfterMs);
+        if (retryable && !lastAttempt && delay !== undefined) {
+          this.warn(`${operation.name}: HTTP ${status}; retrying in ${formatSeconds(delay)} (attempt ${attempt + 1} of ${this.retry.attempts})`);
+          await this.sleep(delay);
+          continue;
+        }
+        throw this.errorForStatus(operation, status, this.serverMessage(text), attempt);
+      }
+
+      if (outcome.kind === 'timeout') {
+        this.debug(`POST ${operation.path} -> timeout after ${elapsed} (attempt ${attempt})`);
+        throw new PartnerTimeoutError(
+          `${operation.name}: no answer from the partner API within ${formatSeconds(this.timeoutMs)}`,
+          undefined,
+          this.mayHaveAppliedHint(operation) ?? 'safe to re-run the same command; raise --timeout if the API is slow',
+        );
+      }
+
+      const { failure } = outcome;
+      this.debug(`POST ${operation.path} -> network error ${failure.code ?? '?'} after ${elapsed} (attempt ${attempt})`);
+      const retryable = failure.transient && (failure.neverSent || operation.safety === 'idempotent');
+      if (retryable && !lastAttempt) {
+        const delay = this.backoff(attempt)!;
+        this.warn(`${operation.name}: ${failure.description}; retrying in ${formatSeconds(delay)} (attempt ${attempt + 1} of ${this.retry.attempts})`);
+        await this.sleep(delay);
+        continue;
+      }
+      const mayHaveApplied = !failure.neverSent;
+      throw new PartnerUnavailableError(
+        `${operation.name}: cannot reach the partner API at ${this.options.baseUrl}: ${failure.description}` +
+          (retryable ? ` (after ${attempt} attempts)` : ''),
+        undefined,
+        mayHaveApplied,
+        (mayHaveApplied ? this.mayHaveAppliedHint(operation) : undefined) ??
+          'check the network and SERVICE_PARTNER_API_URL, then re-run the same command',
+        { cause: failure.error },
+      );
+    }
+  }
+
+  private async attempt(url: string, payload: string): Promise<AttemptOutcome> {
+    const signal = AbortSignal.timeout(this.timeoutMs);
+    try {
+      const response = await this.fetch(url, {
+        method: 'POST',
+        headers: {
+          'Content-Type': 'application/json',
+          Accept: 'application/json',
+          'X-API-Key': this.options.apiKey,
+          'User-Agent': `service-deploy/${VERSION}`,
+        },
+        body: payload,
+        signal,
+        redirect: 'error', // a redirect would resend the key to wherever it points
+      });
+      const text = await response.text();
+      return { kind: 'response', status: response.status, text, retryAfterMs: parseRetryAfter(response.headers.get('retry-after')) };
+    } catch (error) {
+      if (signal.aborted) return { kind: 'timeout' };
+      return { kind: 'network', failure: classifyNetworkError(error) };
+    }
+  }
+
+  /** Exponential backoff with jitter; `undefined` when the server asks for a longer wait than we allow. */
+  private backoff(attempt: number, retryAfterMs?: number): number | undefined {
+    if (retryAfterMs !== undefined) return retryAfterMs <= this.retry.maxDelayMs ? retryAfterMs : undefined;
+    const ceiling = Math.min(this.retry.maxDelayMs, this.retry.baseDelayMs * 2 ** (attempt - 1));
+    return Math.round(ceiling / 2 + (this.random() * ceiling) / 2);
+  }
+
+  private errorForStatus(operation: Operation, status: number, serverMessage: string, attempts: number): PartnerApiError {
+    const said = serverMessage ? `: ${serverMessage}` : '';
+    if (status === 401) {
+      return new UnauthorizedError(
+        `the partner API refused the API key (401 unauthorized)${said}`,
+        status,
+        apiKeyHint(this.options.portalApiKeysPage),
+      );
+    }
+    if (operation.name === 'add-member' && status >= 400 && status < 500 && TEAM_LIMIT.test(serverMessage)) {
+      return new TeamLimitError(
+        `cannot add ${operation.subject}: the customer's team-member limit (maxTeamMembers) is reached (HTTP ${status})${said}`,
+        status,
+        "raise the customer's maxTeamMembers in the portal or remove a member, then re-run the command",
+      );
+    }
+    if ((status === 400 || status === 409) && EMAIL_EXISTS.test(serverMessage)) {
+      return operation.name === 'onboard'
+        ? new EmailExistsError(
+            `cannot onboard ${operation.subject}: the e-mail already exists (HTTP ${status})${said}`,
+            status,
+            'the customer is already onboarded: use its existing id, or onboard with another e-mail',
+          )
+        : new EmailExistsError(
+            `cannot add ${operation.subject}: the e-mail already exists (HTTP ${status})${said}`,
+            status,
+            'the member is probably already on the team: check it in the portal',
+          );
+    }
+    if (status === 404) {
+      if (operation.name === 'map-agent' && !/customer/i.test(serverMessage)) {
+        return new AgentNotFoundError(
+          `${operation.subject} is not imported into the partner account (404)${said}`,
+          status,
+          'import the agent into the partner account on that voice platform first, and check the agent id and --provider',
+        );
+      }
+      if (operation.name !== 'onboard') {
+        return new PartnerApiError(
+          `${operation.subject}: customer not found (404)${said}`,
+          status,
+          'pass the `id` that onboarding returned as --customer-id',
+        );
+      }
+    }
+    if (status >= 500) {
+      return new PartnerUnavailableError(
+        `${operation.name}: the partner API failed with HTTP ${status}${said}${attempts > 1 ? ` (after ${attempts} attempts)` : ''}`,
+        status,
+        true,
+        this.mayHaveAppliedHint(operation) ?? 'safe to re-run the same command later',
+      );
+    }
+    return new PartnerApiError(
+      `${operation.name}: the partner API refused the request with HTTP ${status}${said}`,
+      status,
+      status === 404 || status === 405
+        ? 'check SERVICE_PARTNER_API_URL: it should be the API base, without /api/v1'
+        : 'fix the request as the message says, then re-run the command',
+    );
+  }
+
+  /** For a call that must not be repeated blindly, what to check first. */
+  private mayHaveAppliedHint(operation: Operation): string | undefined {
+    if (operation.name === 'onboard') {
+      return `the customer MAY have been created: look for ${operation.subject.replace('customer ', '')} in the portal's customer list before onboarding again (onboarding is not retried automatically)`;
+    }
+    if (operation.name === 'add-member') {
+      return `the member MAY have been added: check the customer's team in the portal before re-running add-member`;
+    }
+    return undefined;
+  }
+
+  /** The server's own words, from whatever error body shape it uses, with the key masked. */
+  private serverMessage(text: string): string {
+    let message = text;
+    try {
+      message = pickMessage(JSON.parse(text)) ?? text;
+    } catch {
+      // Not JSON: the raw text is the message.
+    }
+    return this.excerpt(message.replace(/\s+/g, ' ').trim());
+  }
+
+  private excerpt(text: string): string {
+    const redacted = this.redactor.redact(text);
+    return redacted.length > 300 ? `${redacted.slice(0, 300)}…` : redacted;
+  }
+
+  private debug(line: string): void {
+    this.options.log?.debug(this.redactor.redact(line));
+  }
+
+  private warn(line: string): void {
+    this.options.log?.warn(this.redactor.redact(line));
+  }
+}
+
+type AttemptOutcome =
+  | { kind: 'response'; status: number; text: string; retryAfterMs: number | undefined }
+  | { kind: 'timeout' }
+  | { kind: 'network'; failure: NetworkFailure };
+
+interface NetworkFailure {
+  error: unknown;
+  code: string | undefined;
+  /** The connection was never established, so the server cannot have seen the request. */
+  neverSent: boolean;
+  /** Worth another try: a refused connection or a DNS hiccup, unlike an unknown host or a bad certificate. */
+  transient: boolean;
+  description: string;
+}
+
+/** Failures before a connection exists: nothing of the request was written. */
+const NEVER_SENT_CODES = new Set(['ECONNREFUSED', 'EAI_AGAIN', 'ENOTFOUND', 'ENETUNREACH', 'EHOSTUNREACH', 'EADDRNOTAVAIL', 'UND_ERR_CONNECT_TIMEOUT']);
+/** Permanent until someone fixes the URL or the certificate. */
+const PERMANENT_CODES = new Set(['ENOTFOUND', 'ERR_INVALID_URL', 'CERT_HAS_EXPIRED', 'DEPTH_ZERO_SELF_SIGNED_CERT', 'ERR_TLS_CERT_ALTNAME_INVALID', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'SELF_SIGNED_CERT_IN_CHAIN']);
+
+/** undici wraps the socket error as `TypeError('fetch failed', { cause })`, sometimes in an AggregateError (one per address). */
+export function classifyNetworkError(error: unknown): NetworkFailure {
+  const codes: string[] = [];
+  const messages: string[] = [];
+  const visit = (value: unknown, depth: number) => {
+    if (!value || typeof value !== 'object' || depth > 5) return;
+    const { code, message, cause, errors } = value as { code?: unknown; message?: unknown; cause?: unknown; errors?: unknown };
+    if (typeof code === 'string') codes.push(code);
+    if (typeof message === 'string' && message && message !== 'fetch failed') messages.push(message);
+    visit(cause, depth + 1);
+    if (Array.isArray(errors)) for (const inner of errors) visit(inner, depth + 1);
+  };
+  visit(error, 0);
+  const neverSent = codes.length > 0 && codes.every((code) => NEVER_SENT_CODES.has(code));
+  const transient = !codes.some((code) => PERMANENT_CODES.has(code));
+  const code = codes[0];
+  const description = code ? `${code}${messages[0] && !messages[0].includes(code) ? ` (${messages[0]})` : ''}` : (messages[0] ?? 'network error');
+  return { error, code, neverSent, transient, description };
+}
+
+const TEAM_LIMIT = /maxTeamMembers|team[- ]?members? limit|member limit|limit (of team members )?(is )?reached|too many (team )?members/i;
+const EMAIL_EXISTS = /already exists|already registered|already in use|already taken|duplicate/i;
+
+function pickMessage(body: unknown): string | undefined {
+  if (typeof body === 'string') return body;
+  if (!body || typeof body !== 'object') return undefined;
+  const record = body as Record<string, unknown>;
+  for (const key of ['message', 'error', 'detail', 'error_description', 'title']) {
+    const value = record[key];
+    if (typeof value === 'string' && value) return value;
+    if (value && typeof value === 'object') {
+      const inner = pickMessage(value);
+      if (inner) return inner;
+    }
+  }
+  if (Array.isArray(record.errors)) return pickMessage(record.errors[0]);
+  return undefined;
+}
+
+function parseSuccessBody(text: string): unknown {
+  if (!text.trim()) return null;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+function parseRetryAfter(header: string | null): number | undefined {
+  if (!header) return undefined;
+  const seconds = Number(header);
+  if (Number.isFinite(seconds) && seconds >= 0) return seconds * 1000;
+  const date = Date.parse(header);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
+}
+
+function formatSeconds(ms: number): string {
+  return `${Number((ms / 1000).toFixed(ms < 1000 ? 2 : 1))} s`;
+}
+
+export function apiKeyHint(portalApiKeysPage: string): string {
+  return `create a key in ${portalApiKeysPage} (it starts with ${API_KEY_PREFIX}) and pass it in ${API_KEY_ENV} or with --api-key-file <path>`;
+}
+
+/**
+ * The API key, from --api-key-file (a flag beats the environment) or SERVICE_PARTNER_API_KEY.
+ * Never from argv: process arguments are readable by every user through /proc.
+ * Problems with the key are exit 11, like a 401, so automation has one code to act on.
+ */
+export function resolveApiKey(input: {
+  env: NodeJS.ProcessEnv;
+  apiKeyFile?: string;
+  portalApiKeysPage: string;
+  readFile?: (path: string) => string;
+  warn?: (line: string) => void;
+}): string {
+  let key: string | undefined;
+  let source: string;
+  if (input.apiKeyFile !== undefined) {
+    source = `--api-key-file ${input.apiKeyFile}`;
+    try {
+      key = (input.readFile ?? ((path) => fs.readFileSync(path, 'utf8')))(input.apiKeyFile).trim();
+      warnIfShared(input.apiKeyFile, input.warn);
+    } catch (error) {
+      throw new UsageError(`cannot read the API key file ${input.apiKeyFile}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`, 'pass a readable file holding only the key (mode 0600)');
+    }
+  } else {
+    source = API_KEY_ENV;
+    key = input.env[API_KEY_ENV]?.trim();
+  }
+  if (!key) {
+    throw new UnauthorizedError(`no partner API key: ${source} is empty or unset`, undefined, apiKeyHint(input.portalApiKeysPage));
+  }
+  if (!key.startsWith(API_KEY_PREFIX) || !/^[\x21-\x7e]+$/.test(key)) {
+    throw new UnauthorizedError(
+      `the partner API key from ${source} is not a partner key: it must start with ${API_KEY_PREFIX} and hold no spaces`,
+      undefined,
+      apiKeyHint(input.portalApiKeysPage),
+    );
+  }
+  return key;
+}
+
+function warnIfShared(path: string, warn: ((line: string) => void) | undefined): void {
+  if (!warn) return;
+  try {
+    const mode = fs.statSync(path).mode;
+    if (mode & 0o077) warn(`warning: ${path} is readable by other users (mode ${(mode & 0o777).toString(8)}); chmod 600 it`);
+  } catch {
+    // A file we could read but not stat (a pipe, /dev/fd/N) has no mode worth reporting.
+  }
+}

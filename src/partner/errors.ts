@@ -1,0 +1,118 @@
+import { DeployError, type ExitCode } from '../errors.js';
+
+/**
+ * Exit codes of the partner commands, beyond the shared 0 ok / 1 failure / 2 bad input.
+ * An automation tool calling `service-deploy partner ...` branches on these, so each
+ * condition of SPEC section 7 (and the two transport outcomes) gets its own code:
+ *
+ *   10  the e-mail already exists (customer onboarding, or a team member)
+ *   11  the API key is missing, invalid or refused (401)
+ *   12  the voice agent is not imported into the partner's account (404 on map-agent)
+ *   13  the customer's team-member limit (maxTeamMembers) is reached
+ *   14  the partner API is unavailable: 5xx or network error, after the retries that are safe
+ *   15  the request timed out (--timeout)
+ *
+ * Everything else the API refuses (other 4xx, an unknown customer id) is exit 1.
+ */
+export const PartnerExitCode = {
+  emailExists: 10,
+  unauthorized: 11,
+  agentNotFound: 12,
+  teamLimit: 13,
+  unavailable: 14,
+  timeout: 15,
+} as const;
+
+// src/errors.ts types exitCode as the shared 0 | 1 | 2; the catch in cli.ts passes any
+// number through to process.exitCode, so the partner codes are widened here, once.
+const asExitCode = (code: (typeof PartnerExitCode)[keyof typeof PartnerExitCode]) => code as number as ExitCode;
+
+/** The API answered with an error status; `status` and the server's own words are kept. */
+export class PartnerApiError extends DeployError {
+  constructor(
+    message: string,
+    readonly status: number | undefined,
+    hint?: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, hint, options);
+  }
+}
+
+export class EmailExistsError extends PartnerApiError {
+  override readonly exitCode = asExitCode(PartnerExitCode.emailExists);
+}
+
+export class UnauthorizedError extends PartnerApiError {
+  override readonly exitCode = asExitCode(PartnerExitCode.unauthorized);
+}
+
+export class AgentNotFoundError extends PartnerApiError {
+  override readonly exitCode = asExitCode(PartnerExitCode.agentNotFound);
+}
+
+export class TeamLimitError extends PartnerApiError {
+  override readonly exitCode = asExitCode(PartnerExitCode.teamLimit);
+}
+
+/**
+ * 5xx or a network failure. `mayHaveApplied` is true when the request may have reached
+ * the server, so a non-idempotent call (onboarding) must not simply be repeated.
+ */
+export class PartnerUnavailableError extends PartnerApiError {
+  override readonly exitCode = asExitCode(PartnerExitCode.unavailable);
+  constructor(
+    message: string,
+    status: number | undefined,
+    readonly mayHaveApplied: boolean,
+    hint?: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, status, hint, options);
+  }
+}
+
+/** No answer within --timeout. The request may have been applied by the server. */
+export class PartnerTimeoutError extends PartnerApiError {
+  override readonly exitCode = asExitCode(PartnerExitCode.timeout);
+  readonly mayHaveApplied = true;
+}
+
+/**
+ * `onboard-flow` failed after the customer was created. Carries what is needed to finish
+ * by hand without onboarding again: the customer id and the exact commands to resume.
+ * The exit code is the failed step's.
+ */
+export class OnboardFlowError extends DeployError {
+  override readonly exitCode: ExitCode;
+  constructor(
+    readonly customerId: string,
+    readonly failedStep: string,
+    readonly completedSteps: readonly string[],
+    readonly resumeCommands: readonly string[],
+    readonly stepError: DeployError,
+  ) {
+    super(
+      `onboard-flow stopped at "${failedStep}": ${stepError.message}`,
+      [
+        `customer ${customerId} WAS created; do not onboard again.`,
+        ...(stepError.hint ? [stepError.hint] : []),
+        'Then resume with:',
+        ...resumeCommands.map((command) => `    ${command}`),
+      ].join('\n     '),
+      { cause: stepError },
+    );
+    this.exitCode = stepError.exitCode;
+  }
+
+  toJSON() {
+    return {
+      ok: false,
+      customerId: this.customerId,
+      completedSteps: this.completedSteps,
+      failedStep: this.failedStep,
+      error: { message: this.stepError.message, hint: this.stepError.hint, exitCode: this.exitCode },
+      resumeCommands: this.resumeCommands,
+    };
+  }
+}

@@ -1,0 +1,105 @@
+import { execa } from 'execa';
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { BINARY, NODE24, REPO, cleanEnv, requireBinary, runBinary } from './helpers/binary.js';
+import { tempDir } from './helpers/tmp.js';
+
+const pkg = JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8'));
+
+describe('the single executable', () => {
+  it('prints its version', async () => {
+    const result = await runBinary(['--version']);
+    expect(result.exitCode).toBe(0);
+    expect(result.stdout.trim()).toBe(pkg.version);
+  });
+
+  it('runs from any folder and reads its embedded assets, not the repository', async () => {
+    const dir = tempDir();
+    const copy = path.join(dir, 'service-deploy');
+    fs.copyFileSync(requireBinary(), copy);
+    fs.chmodSync(copy, 0o755);
+    const result = await execa(copy, ['profile', '--json'], { cwd: dir, env: cleanEnv(), extendEnv: false, reject: false });
+    expect(result.exitCode).toBe(0);
+    const profile = JSON.parse(result.stdout);
+    const embedded = JSON.parse(fs.readFileSync(path.join(REPO, 'templates/service-profile.json'), 'utf8'));
+    expect(profile.aiGatewayUrl).toBe(embedded.aiGatewayUrl);
+    expect(profile.voiceProviders).toEqual(embedded.voiceProviders);
+  });
+
+  it('applies environment overrides to the service profile', async () => {
+    const result = await runBinary(['profile', '--json'], {
+      env: cleanEnv({ SERVICE_AI_GATEWAY_URL: 'http://127.0.0.1:9999/v1/', SERVICE_MCP_URL: 'http://127.0.0.1:9998/mcp' }),
+    });
+    expect(result.exitCode).toBe(0);
+    expect(JSON.parse(result.stdout)).toMatchObject({
+      aiGatewayUrl: 'http://127.0.0.1:9999/v1',
+      mcpUrl: 'http://127.0.0.1:9998/mcp',
+    });
+  });
+
+  it('rejects a non-https override naming the variable, exit 2', async () => {
+    const result = await runBinary(['profile'], { env: cleanEnv({ SERVICE_PARTNER_API_URL: 'http://api.example.com' }) });
+    expect(result.exitCode).toBe(2);
+    expect(result.stderr).toContain('SERVICE_PARTNER_API_URL');
+  });
+
+  it('ignores NODE_OPTIONS=--require (no code injection into a root tool)', async () => {
+    const dir = tempDir();
+    const marker = path.join(dir, 'injected');
+    const payload = path.join(dir, 'payload.cjs');
+    fs.writeFileSync(payload, `require('fs').writeFileSync(${JSON.stringify(marker)}, 'pwned');`);
+    const env = cleanEnv({ NODE_OPTIONS: `--require ${payload}` });
+
+    // Control: the same NODE_OPTIONS does inject into a plain Node of the same version.
+    await execa(NODE24, ['-e', '0'], { env, extendEnv: false });
+    expect(fs.existsSync(marker)).toBe(true);
+    fs.rmSync(marker);
+
+    for (const args of [['--version'], ['--help'], ['profile']]) {
+      const result = await execa(BINARY, args, { env, extendEnv: false, reject: false });
+      expect(result.exitCode).toBe(0);
+    }
+    expect(fs.existsSync(marker)).toBe(false);
+  });
+
+  it('ends quietly when stdout is closed early (--help | head -1)', async () => {
+    const result = await execa('bash', ['-c', `set -o pipefail; "${BINARY}" --help | head -1`], {
+      env: cleanEnv(),
+      extendEnv: false,
+      reject: false,
+    });
+    expect(result.stdout).toMatch(/^service-deploy/);
+    expect(result.stderr).toBe('');
+    expect(result.exitCode).toBe(0);
+  });
+
+  it('has --help on every command and documents exit codes', async () => {
+    const top = await runBinary(['--help']);
+    expect(top.stdout).toContain('Exit codes: 0 ok, 1 failure, 2 bad usage');
+    for (const command of ['install', 'doctor', 'guard', 'status', 'chat', 'partner', 'profile']) {
+      expect(top.stdout).toContain(`service-deploy ${command}`);
+      const help = await runBinary([command, '--help']);
+      expect(help.exitCode, command).toBe(0);
+      expect(help.stdout, command).toContain('--help');
+    }
+  });
+
+  it('exits 2 with a hint on an unknown flag', async () => {
+    const result = await runBinary(['--no-such-flag']);
+    expect(result.exitCode).toBe(2);
+    expect(result.stderr).toMatch(/Unknown argument/);
+    expect(result.stderr).toContain('--help');
+  });
+
+  it('built both architectures and a matching SHA256SUMS', async () => {
+    const sums = fs.readFileSync(path.join(REPO, 'dist/SHA256SUMS'), 'utf8');
+    for (const arch of ['x64', 'arm64']) {
+      const file = path.join(REPO, 'dist', `service-deploy-linux-${arch}`);
+      const { stdout } = await execa('sha256sum', [file]);
+      expect(sums).toContain(`${stdout.split(' ')[0]}  service-deploy-linux-${arch}`);
+    }
+    const { stdout: kind } = await execa('file', ['-b', path.join(REPO, 'dist/service-deploy-linux-arm64')], { reject: false });
+    if (kind) expect(kind).toMatch(/aarch64|ARM aarch64/);
+  });
+});
