@@ -1,7 +1,8 @@
 import type { CommandModule } from 'yargs';
 import { installCommand } from './install.js';
 import { profileCommand } from './profile.js';
-import { chatCommand, doctorCommand, guardCommand, partnerCommand, statusCommand } from './stubs.js';
+import { partnerCommand } from './partner.js';
+import { chatCommand, doctorCommand, guardCommand, statusCommand } from './stubs.js';
 
 /** The static command registry (no commandDir: it scans the disk, which a single binary does not have). */
 export const commands: CommandModule<any, any>[] = [

@@ -14,4 +14,3 @@ export const statusCommand = stub('status', 'Show what is deployed on this serve
 export const chatCommand = stub('chat', 'Send a signed chat message to a deployed agent through its channel endpoint', 'the channel endpoint issue');
 export const doctorCommand = stub('doctor', 'Diagnose a deployed server, with the fix for each problem (--fix applies the safe ones)', 'the operations issue');
 export const guardCommand = stub('guard', "Enforce the gateway routing (run hourly by cron): only the service's AI gateway", 'the operations issue');
-export const partnerCommand = stub('partner', 'Partner API: onboard customers, map voice agents, add team members', 'the partner API issue');

@@ -109,7 +109,8 @@ export function parseInput<S extends z.ZodType>(
   what: string,
   flagOf: Record<string, string> = {},
 ): z.output<S> {
-  const result = schema.safeParse(value);
+  // reportInput: lets describeIssue tell a missing field from a wrong one (never printed).
+  const result = schema.safeParse(value, { reportInput: true });
   if (result.success) return result.data;
   const problems = result.error.issues.map((issue) => {
     const field = issue.path.map(String).join('.') || '(body)';
