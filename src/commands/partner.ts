@@ -16,7 +16,7 @@ Exit codes: 10 e-mail exists, 11 API key missing/invalid/refused, 12 agent not i
 
 function withConnection<T>(yargs: Argv<T>) {
   return withGlobals(yargs)
-    .option('body', { type: 'string', describe: 'Read the request body as JSON from this file (- for stdin) instead of flags' })
+    .option('body', { type: 'string', nargs: 1, describe: 'Read the request body as JSON from this file (- for stdin) instead of flags' })
     .option('api-key-file', { type: 'string', describe: 'File holding the partner API key (default: $SERVICE_PARTNER_API_KEY)' })
     .option('timeout', { type: 'number', describe: 'Seconds to wait for each answer (default 30)' })
     // Declared only so that it is refused with a reason instead of "unknown argument".
@@ -98,7 +98,7 @@ export const partnerCommand: CommandModule = {
       .command(addMember)
       .command(onboardFlow)
       .demandCommand(1, 'name a partner subcommand: onboard, map-agent, add-member or onboard-flow'),
-  // Reached only when <subcommand> matched none of the four.
+  // A safety net: demandCommand already refuses a <subcommand> that matches none of the four.
   handler: (argv) => {
     throw new UsageError(`unknown partner subcommand: ${String(argv.subcommand)}`, 'see `service-deploy partner --help`');
   },

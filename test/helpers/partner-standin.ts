@@ -102,6 +102,11 @@ export class PartnerStandin {
     this.delays.push({ ms, count: options.count ?? 1, path: options.path });
   }
 
+  /** Imports an agent into the partner's account, as the portal would. */
+  importAgent(provider: string, agentId: string): void {
+    (this.importedAgents[provider] ??= []).push(agentId);
+  }
+
   requestsTo(path: RegExp): RecordedRequest[] {
     return this.requests.filter((request) => path.test(request.path));
   }
