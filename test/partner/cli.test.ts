@@ -125,6 +125,8 @@ describe('invalid input never reaches the server', () => {
     [['partner', 'add-member', '--customer-id', 'c', '--email', 'bo@example.com', '--name', 'Bo', '--role', 'Boss Man'], /role \(--role\)/],
     [['partner', 'onboard-flow', ...customerFlags, ...agentFlags, '--member', 'not-an-email:Bo'], /members\.0\.email/],
     [['partner', 'onboard', ...customerFlags, '--body', 'x.json'], /--body cannot be combined with --email/],
+    [['partner', 'onboard', ...customerFlags, '--timeout', '0'], /--timeout 0: must be a number of seconds/],
+    [['partner'], /name a partner subcommand/],
   ])('%j', async (args, reason) => {
     const run = await cli(...args);
     expect(run.code).toBe(2);
