@@ -89,7 +89,7 @@ const onboardFlow: CommandModule = {
 };
 
 export const partnerCommand: CommandModule = {
-  command: 'partner <subcommand>',
+  command: 'partner',
   describe: 'Partner API: onboard customers, map voice agents, add team members',
   builder: (y) =>
     y
@@ -98,8 +98,8 @@ export const partnerCommand: CommandModule = {
       .command(addMember)
       .command(onboardFlow)
       .demandCommand(1, 'name a partner subcommand: onboard, map-agent, add-member or onboard-flow'),
-  // A safety net: demandCommand already refuses a <subcommand> that matches none of the four.
-  handler: (argv) => {
-    throw new UsageError(`unknown partner subcommand: ${String(argv.subcommand)}`, 'see `service-deploy partner --help`');
+  // demandCommand refuses a missing or unknown subcommand before this could run.
+  handler: () => {
+    throw new UsageError('name a partner subcommand', 'see `service-deploy partner --help`');
   },
 };

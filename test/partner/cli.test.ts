@@ -126,7 +126,8 @@ describe('invalid input never reaches the server', () => {
     [['partner', 'onboard-flow', ...customerFlags, ...agentFlags, '--member', 'not-an-email:Bo'], /members\.0\.email/],
     [['partner', 'onboard', ...customerFlags, '--body', 'x.json'], /--body cannot be combined with --email/],
     [['partner', 'onboard', ...customerFlags, '--timeout', '0'], /--timeout 0: must be a number of seconds/],
-    [['partner'], /name a partner subcommand/],
+    [['partner'], /name a partner subcommand: onboard, map-agent, add-member or onboard-flow/],
+    [['partner', 'frob'], /Unknown argument: frob/],
   ])('%j', async (args, reason) => {
     const run = await cli(...args);
     expect(run.code).toBe(2);
