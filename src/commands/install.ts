@@ -1,9 +1,53 @@
-import type { CommandModule } from 'yargs';
-import { withGlobals } from './shared.js';
+import type { Argv, CommandModule } from 'yargs';
+import { withGlobals, type GlobalOptions } from './shared.js';
 
-export const installCommand: CommandModule = {
+export interface InstallArgs extends GlobalOptions {
+  customerName?: string;
+  model?: string;
+  meshHostname?: string;
+  apiKeyFile?: string;
+  meshAuthKeyFile?: string;
+  mcpTokenFile?: string;
+  answers?: string;
+  nonInteractive?: boolean;
+  yes?: boolean;
+  catalog?: boolean;
+  channel?: boolean;
+  check?: boolean;
+  diff?: boolean;
+  resetClean?: boolean;
+  rotateChannelSecrets?: boolean;
+  lockTimeout?: number;
+}
+
+export function installOptions<T>(y: Argv<T>) {
+  return withGlobals(y)
+    .option('customer-name', { type: 'string', describe: 'Customer name (agent display name; its slug names things)', group: 'Answers:' })
+    .option('model', { type: 'string', describe: 'Model ID on the service AI gateway (default: the service profile)', group: 'Answers:' })
+    .option('mesh-hostname', { type: 'string', describe: 'Mesh network hostname (default: openclaw-<customer-slug>)', group: 'Answers:' })
+    .option('api-key-file', { type: 'string', describe: 'File holding the service API key (or env SERVICE_API_KEY)', group: 'Answers:' })
+    .option('mesh-auth-key-file', { type: 'string', describe: 'File holding the mesh auth key (or env SERVICE_MESH_AUTH_KEY)', group: 'Answers:' })
+    .option('mcp-token-file', { type: 'string', describe: 'File holding the MCP token (or env SERVICE_MCP_TOKEN)', group: 'Answers:' })
+    .option('answers', { type: 'string', describe: 'JSON file with any of: customerName, apiKey, modelId, meshAuthKey, meshHostname, mcpToken', group: 'Answers:' })
+    .option('non-interactive', { type: 'boolean', describe: 'Never prompt; fail listing every missing answer', group: 'Mode:' })
+    .option('yes', { alias: 'y', type: 'boolean', describe: 'Answer yes to confirmations (--reset-clean)', group: 'Mode:' })
+    .option('catalog', { type: 'boolean', describe: "The portal's one-click deploy: non-interactive, channel endpoint, JSON result", group: 'Mode:' })
+    .option('channel', { type: 'boolean', describe: 'Also configure the hardened channel endpoint (nginx on 18790 + plugin)', group: 'Mode:' })
+    .option('check', { type: 'boolean', describe: 'Show what would change; write nothing', group: 'Mode:' })
+    .option('diff', { type: 'boolean', describe: 'Show file diffs of the changes (secrets masked)', group: 'Mode:' })
+    .option('reset-clean', { type: 'boolean', describe: 'Back up to /tmp/openclaw-backup-*.tar.gz, then remove runtime, mesh client, config and workspace', group: 'Mode:' })
+    .option('rotate-channel-secrets', { type: 'boolean', describe: 'Generate a new channel token and knock', group: 'Mode:' })
+    .option('lock-timeout', { type: 'number', describe: 'Seconds to wait for the apt/dpkg lock', default: 300, group: 'Mode:' })
+    .example('$0 install', 'Interactive install or update (prompts for the six answers)')
+    .example('SERVICE_API_KEY=... SERVICE_MESH_AUTH_KEY=... SERVICE_MCP_TOKEN=... $0 install --customer-name "Acme" --non-interactive', 'Scripted install')
+    .example('$0 install --model new-model-id --non-interactive', 'Re-run: change only the model; everything else is kept')
+    .example('$0 install --check --diff', 'Review what a run would change')
+    .example('$0 install --reset-clean', 'Back up, then remove the deployment');
+}
+
+export const installCommand: CommandModule<object, InstallArgs> = {
   command: ['install', '$0'],
   describe: 'Install or update the agent on this server (the default command); a re-run converges it',
-  builder: (y) => withGlobals(y),
+  builder: (y) => installOptions(y) as Argv<InstallArgs>,
   handler: async (argv) => (await import('../install/run.js')).runInstall(argv),
 };

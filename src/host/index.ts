@@ -2,6 +2,7 @@ import { Exec } from './exec.js';
 import { Files } from './files.js';
 import { Locks } from './locks.js';
 import { Logger } from './log.js';
+import { Net } from './net.js';
 import { PathMap } from './paths.js';
 import { Redactor } from './redact.js';
 import { Services } from './services.js';
@@ -21,6 +22,7 @@ export interface Host {
   readonly exec: Exec;
   readonly services: Services;
   readonly locks: Locks;
+  readonly net: Net;
   readonly redactor: Redactor;
   readonly log: Logger;
   readonly env: NodeJS.ProcessEnv;
@@ -46,6 +48,7 @@ export function createHost(options: HostOptions = {}): Host {
     exec,
     services: new Services(exec),
     locks: new Locks(paths),
+    net: new Net(),
     redactor,
     log,
     env,

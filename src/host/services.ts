@@ -49,6 +49,10 @@ export class Services {
     await this.systemctl(scope, ['reload', unit]);
   }
 
+  async enable(scope: ServiceScope, unit: string): Promise<void> {
+    await this.systemctl(scope, ['enable', unit]);
+  }
+
   async enableNow(scope: ServiceScope, unit: string): Promise<void> {
     await this.systemctl(scope, ['enable', '--now', unit]);
   }

@@ -1,14 +1,117 @@
-import { notImplemented } from '../commands/shared.js';
-import { createHost } from '../host/index.js';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import type { InstallArgs } from '../commands/install.js';
+import { loadComponents } from '../components.js';
+import { UsageError } from '../errors.js';
+import { createHost, type Host } from '../host/index.js';
+import { LAYOUT } from '../layout.js';
+import { printJson, printLine } from '../output.js';
+import { loadProfile } from '../profile.js';
+import { installSteps } from '../steps/index.js';
+import { readStoredAnswers } from '../steps/answers-state.js';
+import { resolveAnswers, type AnswerFlags } from './answers.js';
+import { formatRecap, runPipeline, type PipelineOutcome, type Renderer } from './pipeline.js';
+import type { InstallOptions, Step } from './step.js';
 
-export const INSTALL_LOCK = '/run/service-deploy/install.lock';
+export interface InstallRun {
+  host: Host;
+  args: InstallArgs;
+  /** Extra steps or a replacement list (restore reuses the pipeline). */
+  steps?: Step[];
+}
 
-export async function runInstall(_argv: unknown): Promise<void> {
-  const host = createHost();
-  const lock = await host.locks.acquire(INSTALL_LOCK, 'install');
+export async function runInstall(args: InstallArgs): Promise<void> {
+  const host = createHost({ verbose: args.verbose, quiet: args.json });
+  if (args.resetClean) {
+    const { runResetClean } = await import('./reset.js');
+    return runResetClean(host, args);
+  }
+  await installWithLock({ host, args });
+}
+
+export async function installWithLock(run: InstallRun): Promise<PipelineOutcome> {
+  const { host, args } = run;
+  const lock = await host.locks.acquire(LAYOUT.installLock, 'install');
   try {
-    notImplemented('install', 'the install pipeline issue');
+    return await install(run);
   } finally {
     await lock.release();
+    host.log.close();
   }
+}
+
+async function install({ host, args, steps }: InstallRun): Promise<PipelineOutcome> {
+  const profile = loadProfile(host.env);
+  const components = loadComponents(host.env);
+  const catalog = Boolean(args.catalog);
+  const interactive = !catalog && !args.nonInteractive && !args.json && Boolean(process.stdin.isTTY && process.stdout.isTTY);
+  const lockTimeout = args.lockTimeout ?? 300;
+  if (!Number.isFinite(lockTimeout) || lockTimeout < 0) throw new UsageError('--lock-timeout must be a number of seconds >= 0');
+
+  // Every question is asked before the task list starts.
+  const answers = await resolveAnswers({
+    flags: args as AnswerFlags,
+    env: host.env,
+    current: await readStoredAnswers(host),
+    defaultModelId: profile.defaultModelId,
+    readUserFile: (p) => fs.readFile(path.resolve(p), 'utf8'),
+    prompter: interactive ? await (await import('./prompter.js')).terminalPrompter() : undefined,
+  });
+  host.redactor.add(answers.apiKey, answers.meshAuthKey, answers.mcpToken);
+
+  const options: InstallOptions = {
+    check: Boolean(args.check),
+    diff: Boolean(args.diff),
+    channel: catalog || Boolean(args.channel),
+    catalog,
+    rotateChannelSecrets: Boolean(args.rotateChannelSecrets),
+    lockTimeoutMs: lockTimeout * 1000,
+  };
+  if (!options.check) {
+    await host.files.ensureDir(LAYOUT.logDir, 0o700);
+    host.log.attachFile(host.paths.real(LAYOUT.installLog));
+    host.log.debug(`install started: customer ${answers.customerSlug}, model ${answers.modelId}, channel ${options.channel}`);
+  }
+
+  const renderer: Renderer = args.json || catalog ? 'silent' : process.stderr.isTTY ? 'default' : 'simple';
+  const started = Date.now();
+  const outcome = await runPipeline(steps ?? installSteps(), { host, profile, answers, components, options }, renderer);
+  report(host, args, outcome, options, Date.now() - started);
+  if (outcome.failed) process.exitCode = 1;
+  return outcome;
+}
+
+function report(host: Host, args: InstallArgs, outcome: PipelineOutcome, options: InstallOptions, ms: number): void {
+  const recap = formatRecap(outcome.recap);
+  host.log.debug(`install finished: ${recap} in ${ms} ms`);
+  if (args.json || args.catalog) {
+    printJson({
+      ok: !outcome.failed,
+      mode: options.check ? 'check' : 'apply',
+      recap: outcome.recap,
+      durationMs: ms,
+      steps: outcome.results.map((r) => ({
+        id: r.id,
+        status: r.status,
+        ...(r.reason ? { reason: r.reason } : {}),
+        ...(r.changes.length ? { changes: r.changes.map((c) => c.summary) } : {}),
+        ...(r.error ? { error: r.error, hint: r.hint } : {}),
+      })),
+    });
+    return;
+  }
+  if (options.diff) {
+    for (const change of outcome.results.flatMap((r) => r.changes)) if (change.diff) printLine(change.diff);
+  }
+  if (options.check) {
+    for (const r of outcome.results) {
+      for (const c of r.changes) printLine(`would change  ${r.id}: ${c.summary}`);
+    }
+  }
+  const failed = outcome.results.find((r) => r.status === 'failed');
+  if (failed) {
+    host.log.error(`${failed.title} failed: ${failed.error}`);
+    if (failed.hint) host.log.error(`  -> ${failed.hint}`);
+  }
+  printLine(`${options.check ? 'plan' : 'recap'}: ${recap} (${(ms / 1000).toFixed(1)} s)`);
 }

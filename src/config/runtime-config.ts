@@ -1,0 +1,169 @@
+import JSON5 from 'json5';
+import type { Answers } from './answers.js';
+import type { Components } from '../components.js';
+import type { ServiceProfile } from '../profile.js';
+import { GATEWAY_PORT, LAYOUT } from '../layout.js';
+
+/** Spec 2.7 defaults. */
+export const RUNTIME_DEFAULTS = {
+  contextWindow: 200_000,
+  maxTokens: 16_000,
+  gatewayPort: GATEWAY_PORT,
+  heartbeatEvery: '30m',
+  sessionIdleMinutes: 7 * 24 * 60,
+} as const;
+
+export const SERVICE_MCP_SERVER = 'service';
+export const QMD_MCP_SERVER = 'qmd';
+export const CHANNEL_PLUGIN_ID = 'service-channel';
+
+export type RuntimeConfig = Record<string, unknown>;
+
+export interface ManagedSettings {
+  answers: Pick<Answers, 'apiKey' | 'modelId' | 'mcpToken'>;
+  profile: ServiceProfile;
+  components: Components;
+  /** Load and enable the service-channel plugin (catalog deploy / --channel). */
+  channel: boolean;
+  /** The headless browser's executable, when the browser skill is installed. */
+  browserExecutable?: string;
+}
+
+/** Parses openclaw.json (JSON5: comments and trailing commas are allowed there). */
+export function parseRuntimeConfig(text: string): RuntimeConfig {
+  const parsed: unknown = JSON5.parse(text);
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('openclaw.json is not an object');
+  return parsed as RuntimeConfig;
+}
+
+export function serializeRuntimeConfig(config: RuntimeConfig): string {
+  return `${JSON.stringify(config, null, 2)}\n`;
+}
+
+/** The one provider entry allowed in models.providers. */
+export function serviceProvider(settings: Pick<ManagedSettings, 'answers' | 'profile'>) {
+  const { answers, profile } = settings;
+  return {
+    baseUrl: profile.aiGatewayUrl,
+    apiKey: answers.apiKey,
+    api: profile.aiGatewayApi,
+    models: [
+      {
+        id: answers.modelId,
+        name: answers.modelId,
+        contextWindow: RUNTIME_DEFAULTS.contextWindow,
+        maxTokens: RUNTIME_DEFAULTS.maxTokens,
+      },
+    ],
+  };
+}
+
+export function primaryModel(profile: ServiceProfile, modelId: string): string {
+  return `${profile.gatewayProviderName}/${modelId}`;
+}
+
+/**
+ * The config the deployment wants: the existing one (user keys kept) with every
+ * managed setting put right, the legacy top-level gateway.token migrated away, and
+ * models.providers reduced to the service provider. Pure: same input, same output.
+ */
+export function desiredRuntimeConfig(existing: RuntimeConfig | undefined, settings: ManagedSettings): RuntimeConfig {
+  const config = structuredClone(existing ?? {}) as Record<string, any>;
+  const { profile, answers, components } = settings;
+
+  const gateway = obj(config.gateway);
+  delete gateway.token; // legacy (before 2026.5): now gateway.auth.token
+  config.gateway = {
+    ...gateway,
+    mode: 'local',
+    port: RUNTIME_DEFAULTS.gatewayPort,
+    bind: 'loopback',
+    auth: { ...obj(gateway.auth), mode: 'token', token: answers.apiKey },
+  };
+
+  config.models = {
+    ...obj(config.models),
+    mode: 'replace',
+    providers: { [profile.gatewayProviderName]: serviceProvider(settings) },
+  };
+
+  const agents = obj(config.agents);
+  const defaults = obj(agents.defaults);
+  config.agents = {
+    ...agents,
+    defaults: {
+      ...defaults,
+      model: { ...obj(defaults.model), primary: primaryModel(profile, answers.modelId) },
+      heartbeat: { ...obj(defaults.heartbeat), every: RUNTIME_DEFAULTS.heartbeatEvery },
+    },
+  };
+  // A per-model fallback list pointing at other providers would bypass the gateway.
+  delete config.agents.defaults.model.fallbacks;
+
+  const session = obj(config.session);
+  config.session = { ...session, reset: { ...obj(session.reset), mode: 'idle', idleMinutes: RUNTIME_DEFAULTS.sessionIdleMinutes } };
+
+  const mcp = obj(config.mcp);
+  config.mcp = {
+    ...mcp,
+    servers: {
+      ...obj(mcp.servers),
+      [SERVICE_MCP_SERVER]: {
+        url: profile.mcpUrl,
+        transport: 'streamable-http',
+        headers: { Authorization: `Bearer ${answers.mcpToken}` },
+      },
+      [QMD_MCP_SERVER]: { command: LAYOUT.qmdBin, args: ['mcp'], transport: 'stdio' },
+    },
+  };
+
+  const plugins = obj(config.plugins);
+  const engineId = components.losslessClaw.pluginId;
+  const ours = [engineId, ...(settings.channel ? [CHANNEL_PLUGIN_ID] : [])];
+  const paths = [`/opt/service-deploy/plugins/node_modules/${components.losslessClaw.package}`, ...(settings.channel ? [LAYOUT.channelPluginDir] : [])];
+  const load = obj(plugins.load);
+  const entries = obj(plugins.entries);
+  config.plugins = {
+    ...plugins,
+    enabled: true,
+    // plugins.allow is an allowlist that also gates bundled plugins: extend one the user
+    // keeps, never start one.
+    ...(Array.isArray(plugins.allow) ? { allow: union(plugins.allow, ours) } : {}),
+    load: { ...load, paths: union(arr(load.paths), paths) },
+    slots: { ...obj(plugins.slots), contextEngine: engineId },
+    entries: {
+      ...entries,
+      ...Object.fromEntries(ours.map((id) => [id, { ...obj(entries[id]), enabled: true }])),
+    },
+  };
+
+  if (settings.browserExecutable) {
+    config.browser = { ...obj(config.browser), enabled: true, executablePath: settings.browserExecutable, headless: true, noSandbox: true };
+  }
+  return config;
+}
+
+/** Deep equality of two parsed configs (key order ignored). */
+export function sameConfig(a: unknown, b: unknown): boolean {
+  return JSON.stringify(canonical(a)) === JSON.stringify(canonical(b));
+}
+
+function canonical(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(canonical);
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(Object.keys(value).sort().map((k) => [k, canonical((value as Record<string, unknown>)[k])]));
+  }
+  return value;
+}
+
+function obj(value: unknown): Record<string, any> {
+  return value && typeof value === 'object' && !Array.isArray(value) ? { ...(value as Record<string, unknown>) } : {};
+}
+
+function arr(value: unknown): unknown[] {
+  return Array.isArray(value) ? value : [];
+}
+
+function union(existing: unknown[], wanted: string[]): unknown[] {
+  return [...existing, ...wanted.filter((w) => !existing.includes(w))];
+}

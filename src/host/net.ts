@@ -1,0 +1,86 @@
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import http from 'node:http';
+import https from 'node:https';
+import { pipeline } from 'node:stream/promises';
+import { DeployError } from '../errors.js';
+
+export interface HttpOptions {
+  /** Extra CA certificate file (PEM), e.g. a loopback test CA. */
+  caFile?: string;
+  timeoutMs?: number;
+  headers?: Record<string, string>;
+  method?: string;
+  body?: string;
+}
+
+export interface HttpResponse {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+}
+
+/** Network access: downloads (hashed while streaming) and small requests. */
+export class Net {
+  async request(url: string, options: HttpOptions = {}): Promise<HttpResponse> {
+    const res = await this.open(url, options);
+    const chunks: Buffer[] = [];
+    for await (const chunk of res) chunks.push(chunk as Buffer);
+    return { status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') };
+  }
+
+  /** Streams `url` into `realPath` (mode 0600) and returns its SHA-256 (hex). */
+  async download(url: string, realPath: string, options: HttpOptions = {}): Promise<string> {
+    const res = await this.open(url, options);
+    if (res.statusCode !== 200) {
+      res.resume();
+      throw new DeployError(`download ${url} failed: HTTP ${res.statusCode}`, 'check the network and the source, then run again');
+    }
+    const hash = createHash('sha256');
+    res.on('data', (chunk: Buffer) => hash.update(chunk));
+    await pipeline(res, fs.createWriteStream(realPath, { mode: 0o600 }));
+    return hash.digest('hex');
+  }
+
+  private open(url: string, options: HttpOptions): Promise<http.IncomingMessage> {
+    const target = new URL(url);
+    const client = target.protocol === 'https:' ? https : http;
+    const ca = options.caFile ? [fs.readFileSync(options.caFile)] : undefined;
+    return new Promise((resolve, reject) => {
+      const req = client.request(
+        target,
+        {
+          method: options.method ?? 'GET',
+          headers: options.headers,
+          timeout: options.timeoutMs ?? 60_000,
+          ...(ca ? { ca: [...tlsRootCertificates(), ...ca.map(String)] } : {}),
+        },
+        (res) => {
+          const location = res.headers.location;
+          if (res.statusCode && res.statusCode >= 300 && res.statusCode < 400 && location) {
+            res.resume();
+            const next = new URL(location, target);
+            if (target.protocol === 'https:' && next.protocol !== 'https:') {
+              reject(new DeployError(`${url} redirects to a non-https URL; refusing`));
+              return;
+            }
+            this.open(next.toString(), options).then(resolve, reject);
+            return;
+          }
+          resolve(res);
+        },
+      );
+      req.on('timeout', () => req.destroy(new DeployError(`${url}: no answer within ${options.timeoutMs ?? 60_000} ms`)));
+      req.on('error', (error) =>
+        reject(error instanceof DeployError ? error : new DeployError(`${url}: ${(error as Error).message}`, 'check the network, then run again')),
+      );
+      req.end(options.body);
+    });
+  }
+}
+
+/** The extra CA is added to the public roots, not instead of them. */
+function tlsRootCertificates(): string[] {
+  const tls = process.getBuiltinModule('node:tls') as typeof import('node:tls');
+  return [...tls.rootCertificates];
+}

@@ -1,0 +1,41 @@
+import type { Files } from './files.js';
+
+export interface OsInfo {
+  id: string;
+  versionId: string;
+  codename: string;
+  prettyName: string;
+}
+
+export const SUPPORTED_OS: ReadonlyArray<{ id: string; versionId: string }> = [
+  { id: 'ubuntu', versionId: '22.04' },
+  { id: 'ubuntu', versionId: '24.04' },
+];
+
+/** Parses /etc/os-release (KEY=value lines, values optionally quoted). */
+export function parseOsRelease(text: string): OsInfo {
+  const values: Record<string, string> = {};
+  for (const line of text.split('\n')) {
+    const match = /^([A-Z_]+)=(.*)$/.exec(line.trim());
+    if (match) values[match[1]!] = match[2]!.replace(/^"(.*)"$/, '$1').replace(/^'(.*)'$/, '$1');
+  }
+  return {
+    id: values.ID ?? 'unknown',
+    versionId: values.VERSION_ID ?? '',
+    codename: values.VERSION_CODENAME ?? values.UBUNTU_CODENAME ?? '',
+    prettyName: values.PRETTY_NAME ?? `${values.ID ?? 'unknown'} ${values.VERSION_ID ?? ''}`.trim(),
+  };
+}
+
+export async function readOs(files: Files): Promise<OsInfo> {
+  return parseOsRelease((await files.read('/etc/os-release')) ?? '');
+}
+
+export function isSupportedOs(os: OsInfo): boolean {
+  return SUPPORTED_OS.some((s) => s.id === os.id && s.versionId === os.versionId);
+}
+
+/** The machine's CPU architecture in Node's naming, or undefined if we do not ship for it. */
+export function supportedArch(arch: string = process.arch): 'x64' | 'arm64' | undefined {
+  return arch === 'x64' || arch === 'arm64' ? arch : undefined;
+}

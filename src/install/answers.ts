@@ -1,0 +1,192 @@
+import JSON5 from 'json5';
+import {
+  ANSWER_FIELDS,
+  ANSWER_SOURCES,
+  SECRET_FIELDS,
+  defaultMeshHostname,
+  slugify,
+  validateAnswer,
+  type AnswerField,
+  type Answers,
+  type StoredAnswers,
+} from '../config/answers.js';
+import { UsageError } from '../errors.js';
+
+export interface AnswerFlags {
+  customerName?: string;
+  model?: string;
+  meshHostname?: string;
+  apiKeyFile?: string;
+  meshAuthKeyFile?: string;
+  mcpTokenFile?: string;
+  answers?: string;
+}
+
+/** Asks one question; injected so tests need no terminal. */
+export interface Prompter {
+  input(question: { message: string; default?: string; validate: (v: string) => true | string }): Promise<string>;
+  secret(question: { message: string; keepCurrent: boolean; validate: (v: string) => true | string }): Promise<string>;
+}
+
+export interface AnswerInputs {
+  flags: AnswerFlags;
+  env: NodeJS.ProcessEnv;
+  current?: StoredAnswers;
+  defaultModelId: string;
+  /** Reads a file the user named (relative to the working directory, never the sandbox). */
+  readUserFile(path: string): Promise<string>;
+  prompter?: Prompter;
+}
+
+const PROMPTS: Record<AnswerField, string> = {
+  customerName: 'Customer name',
+  apiKey: 'Service API key (pkt_...)',
+  modelId: 'Model ID',
+  meshAuthKey: 'Mesh network auth key',
+  meshHostname: 'Mesh network hostname',
+  mcpToken: 'Service MCP token',
+};
+
+/**
+ * Resolves the six answers. Precedence, lowest first: built-in defaults < the current
+ * deployment < answers file < environment < flags (for secrets: their files). Prompts
+ * ask only what nothing else answered, in the spec's order; without a prompter every
+ * missing answer is listed at once. Any bad value is a UsageError naming the field.
+ */
+export async function resolveAnswers(inputs: AnswerInputs): Promise<Answers> {
+  const given = await collectGiven(inputs);
+  const problems: string[] = [];
+  const values: Partial<Record<AnswerField, string>> = {};
+
+  for (const field of ANSWER_FIELDS) {
+    const candidate = given[field];
+    if (candidate === undefined) continue;
+    const checked = validateAnswer(field, candidate.value);
+    if (checked.ok) values[field] = checked.value;
+    else problems.push(`${ANSWER_SOURCES[field].label} (from ${candidate.source}): ${checked.message}`);
+  }
+  if (problems.length > 0) throw new UsageError(`invalid answers:\n  - ${problems.join('\n  - ')}`, 'fix the values above and run again; nothing was changed');
+
+  const current = inputs.current;
+  const defaults = (field: AnswerField): string | undefined => {
+    if (field === 'meshAuthKey') return undefined;
+    if (current) return current[field];
+    if (field === 'modelId') return inputs.defaultModelId;
+    if (field === 'meshHostname' && values.customerName) return defaultMeshHostname(values.customerName);
+    return undefined;
+  };
+
+  for (const field of ANSWER_FIELDS) {
+    if (values[field] !== undefined) continue;
+    const fallback = field === 'meshHostname' && !current && !values.customerName ? undefined : defaults(field);
+    if (inputs.prompter) {
+      values[field] = await ask(inputs.prompter, field, fallback);
+    } else if (fallback !== undefined) {
+      values[field] = fallback;
+    }
+  }
+
+  // The mesh auth key is needed only to log the mesh client in: a re-run can do without.
+  const missing = ANSWER_FIELDS.filter((f) => values[f] === undefined && !(f === 'meshAuthKey' && current));
+  if (missing.length > 0) {
+    throw new UsageError(
+      `missing answers (no terminal to ask):\n  - ${missing.map((f) => `${ANSWER_SOURCES[f].label}: give ${ANSWER_SOURCES[f].sources}`).join('\n  - ')}`,
+      'or pass --answers FILE with these fields; nothing was changed',
+    );
+  }
+  const customerName = values.customerName!;
+  return {
+    customerName,
+    customerSlug: slugify(customerName),
+    apiKey: values.apiKey!,
+    modelId: values.modelId!,
+    meshAuthKey: values.meshAuthKey,
+    meshHostname: values.meshHostname!,
+    mcpToken: values.mcpToken!,
+  };
+
+  async function ask(prompter: Prompter, field: AnswerField, fallback: string | undefined): Promise<string> {
+    const validate = (v: string) => {
+      const r = validateAnswer(field, v);
+      return r.ok ? true : r.message;
+    };
+    if (SECRET_FIELDS.has(field)) {
+      const keep = fallback !== undefined;
+      const answer = await prompter.secret({
+        message: `${PROMPTS[field]}${keep ? ' (Enter keeps the current one)' : ''}`,
+        keepCurrent: keep,
+        validate: (v) => (keep && v === '' ? true : validate(v)),
+      });
+      if (keep && answer === '') return fallback!;
+      return cleaned(field, answer);
+    }
+    return cleaned(field, await prompter.input({ message: PROMPTS[field], default: fallback, validate }));
+  }
+}
+
+/** The prompt already validated the answer; this returns its normalised form. */
+function cleaned(field: AnswerField, answer: string): string {
+  const result = validateAnswer(field, answer);
+  if (!result.ok) throw new UsageError(`${ANSWER_SOURCES[field].label}: ${result.message}`);
+  return result.value;
+}
+
+interface Given {
+  value: string;
+  source: string;
+}
+
+async function collectGiven(inputs: AnswerInputs): Promise<Partial<Record<AnswerField, Given>>> {
+  const { flags, env } = inputs;
+  const given: Partial<Record<AnswerField, Given>> = {};
+  const set = (field: AnswerField, value: string | undefined, source: string) => {
+    if (value !== undefined) given[field] = { value, source };
+  };
+
+  if (flags.answers) {
+    const text = await readOrFail(inputs, flags.answers, '--answers');
+    let parsed: unknown;
+    try {
+      parsed = JSON5.parse(text);
+    } catch (error) {
+      throw new UsageError(`--answers ${flags.answers}: not valid JSON: ${(error as Error).message}`);
+    }
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+      throw new UsageError(`--answers ${flags.answers}: expected a JSON object with ${ANSWER_FIELDS.join(', ')}`);
+    }
+    for (const [key, value] of Object.entries(parsed)) {
+      if (!(ANSWER_FIELDS as readonly string[]).includes(key)) {
+        throw new UsageError(`--answers ${flags.answers}: unknown field "${key}"`, `known fields: ${ANSWER_FIELDS.join(', ')}`);
+      }
+      if (typeof value !== 'string') throw new UsageError(`--answers ${flags.answers}: ${key} must be a string`);
+      set(key as AnswerField, value, '--answers file');
+    }
+  }
+
+  set('customerName', env.SERVICE_CUSTOMER_NAME || undefined, 'SERVICE_CUSTOMER_NAME');
+  set('modelId', env.SERVICE_MODEL || undefined, 'SERVICE_MODEL');
+  set('meshHostname', env.SERVICE_MESH_HOSTNAME || undefined, 'SERVICE_MESH_HOSTNAME');
+  set('apiKey', env.SERVICE_API_KEY ?? undefined, 'SERVICE_API_KEY');
+  set('meshAuthKey', env.SERVICE_MESH_AUTH_KEY ?? undefined, 'SERVICE_MESH_AUTH_KEY');
+  set('mcpToken', env.SERVICE_MCP_TOKEN ?? undefined, 'SERVICE_MCP_TOKEN');
+
+  set('customerName', flags.customerName, '--customer-name');
+  set('modelId', flags.model, '--model');
+  set('meshHostname', flags.meshHostname, '--mesh-hostname');
+  if (flags.apiKeyFile) set('apiKey', firstLine(await readOrFail(inputs, flags.apiKeyFile, '--api-key-file')), '--api-key-file');
+  if (flags.meshAuthKeyFile) set('meshAuthKey', firstLine(await readOrFail(inputs, flags.meshAuthKeyFile, '--mesh-auth-key-file')), '--mesh-auth-key-file');
+  if (flags.mcpTokenFile) set('mcpToken', firstLine(await readOrFail(inputs, flags.mcpTokenFile, '--mcp-token-file')), '--mcp-token-file');
+  return given;
+}
+
+async function readOrFail(inputs: AnswerInputs, path: string, flag: string): Promise<string> {
+  try {
+    return await inputs.readUserFile(path);
+  } catch (error) {
+    throw new UsageError(`${flag} ${path}: cannot read it (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+  }
+}
+
+function firstLine(text: string): string {
+  return text.split(/\r?\n/)[0]!.trim();
+}

@@ -1,0 +1,84 @@
+import { Listr, ListrLogLevels, ListrLogger, type ListrTask } from 'listr2';
+import { DeployError } from '../errors.js';
+import type { InstallContext, Notify, Step, StepResult } from './step.js';
+
+export interface PipelineOutcome {
+  results: StepResult[];
+  recap: { ok: number; changed: number; skipped: number; failed: number };
+  failed: boolean;
+}
+
+export type Renderer = 'default' | 'simple' | 'silent';
+
+/**
+ * Runs the steps in order, each check -> (plan) -> apply -> verify. In check mode
+ * nothing is applied: the plan is the result. The first failure stops the run
+ * (later steps build on earlier ones); what ran is reported either way.
+ */
+export async function runPipeline(
+  steps: Step[],
+  base: Omit<InstallContext, 'notified' | 'progress'>,
+  renderer: Renderer,
+): Promise<PipelineOutcome> {
+  const results: StepResult[] = [];
+  const notified = new Set<Notify>();
+
+  const tasks: ListrTask[] = steps.map((step) => ({
+    title: step.title,
+    task: async (_, task) => {
+      const ctx: InstallContext = { ...base, notified, progress: (text) => (task.output = text) };
+      const started = Date.now();
+      const record = (partial: Omit<StepResult, 'id' | 'title' | 'durationMs'>) =>
+        results.push({ id: step.id, title: step.title, durationMs: Date.now() - started, ...partial });
+      try {
+        const reason = await step.skip?.(ctx);
+        if (reason) {
+          record({ status: 'skipped', changes: [], reason });
+          task.skip(`${step.title}: skipped (${reason})`);
+          return;
+        }
+        const plan = await step.check(ctx);
+        if (plan.changes.length === 0) {
+          record({ status: 'ok', changes: [] });
+          task.title = `${step.title}: ok`;
+          return;
+        }
+        if (!ctx.options.check) {
+          await step.apply(ctx, plan);
+          await step.verify?.(ctx);
+        }
+        for (const n of plan.notify ?? []) notified.add(n);
+        record({ status: 'changed', changes: plan.changes });
+        task.title = `${step.title}: ${ctx.options.check ? 'would change' : 'changed'} (${plan.changes.map((c) => c.summary).join('; ')})`;
+      } catch (error) {
+        const message = error instanceof Error ? error.message : String(error);
+        const hint = error instanceof DeployError ? error.hint : undefined;
+        record({ status: 'failed', changes: [], error: base.host.redactor.redact(message), hint });
+        base.host.log.debug(`step ${step.id} failed: ${error instanceof Error ? error.stack : message}`);
+        throw new DeployError(`${step.title}: ${message}`, hint);
+      }
+    },
+  }));
+
+  const listr = new Listr(tasks, {
+    concurrent: false,
+    exitOnError: true,
+    renderer,
+    fallbackRenderer: 'simple',
+    // Progress is for people: stderr. stdout stays for the recap and --json.
+    rendererOptions: { collapseSubtasks: false, logger: new ListrLogger({ useIcons: true, toStderr: Object.values(ListrLogLevels) }) },
+    fallbackRendererOptions: { logger: new ListrLogger({ useIcons: true, toStderr: Object.values(ListrLogLevels) }) },
+  } as never);
+  try {
+    await listr.run();
+  } catch {
+    // Recorded in results; the caller reports the failure with the recap.
+  }
+  const count = (status: string) => results.filter((r) => r.status === status).length;
+  const recap = { ok: count('ok'), changed: count('changed'), skipped: count('skipped'), failed: count('failed') };
+  return { results, recap, failed: recap.failed > 0 };
+}
+
+export function formatRecap(recap: PipelineOutcome['recap']): string {
+  return `ok=${recap.ok} changed=${recap.changed} skipped=${recap.skipped} failed=${recap.failed}`;
+}

@@ -1,0 +1,68 @@
+import type { InstallArgs } from '../commands/install.js';
+import { CancelledError, UsageError } from '../errors.js';
+import type { Host } from '../host/index.js';
+import { LAYOUT } from '../layout.js';
+import { printJson, printLine } from '../output.js';
+import { writeBackup } from './backup.js';
+
+/** Everything --reset-clean removes (the service-deploy binary stays, for `restore`). */
+export const RESET_REMOVES = [
+  LAYOUT.runtimeDir,
+  '/opt/service-deploy',
+  LAYOUT.openclawWrapper,
+  LAYOUT.stateDir,
+  LAYOUT.gatewayUnitFile,
+  LAYOUT.gatewayDropInDir,
+  LAYOUT.nginxSite,
+  LAYOUT.tlsDir,
+  LAYOUT.guardCron,
+  LAYOUT.guardScript,
+  '/etc/apt/sources.list.d/tailscale.list',
+  '/usr/share/keyrings/tailscale-archive-keyring.gpg',
+];
+
+/**
+ * --reset-clean: confirm, back up (and verify the backup), then remove the agent
+ * runtime, the mesh client, all config and the memory/workspace directory.
+ */
+export async function runResetClean(host: Host, args: InstallArgs): Promise<void> {
+  if (!args.yes) {
+    if (!process.stdin.isTTY || args.nonInteractive || args.json) {
+      throw new UsageError('--reset-clean removes the deployment and needs confirmation', 'add --yes to confirm without a terminal');
+    }
+    const { confirm } = await import('./prompter.js');
+    if (!(await confirm('Remove the agent runtime, mesh client, all config and the workspace (a backup is written first)?'))) {
+      throw new CancelledError('reset cancelled; nothing was changed');
+    }
+  }
+  const lock = await host.locks.acquire(LAYOUT.installLock, 'install');
+  try {
+    const backup = await writeBackup(host);
+    host.log.info(`backup written and verified: ${backup.archive} (${backup.entries} entries)`);
+
+    await host.services.disable('user', LAYOUT.gatewayUnit).catch(() => undefined);
+    if (await host.exec.which('tailscale')) {
+      await host.exec.run('tailscale', ['logout'], { allowFailure: true, timeoutMs: 60_000 });
+    }
+    if (await host.exec.which('apt-get')) {
+      await host.exec.run('apt-get', ['-o', 'DPkg::Lock::Timeout=300', 'purge', '-y', '-qq', 'tailscale'], {
+        allowFailure: true,
+        env: { DEBIAN_FRONTEND: 'noninteractive' },
+        timeoutMs: 10 * 60_000,
+      });
+    }
+    for (const p of RESET_REMOVES) await host.files.remove(p);
+    await host.services.daemonReload('user').catch(() => undefined);
+    if (await host.exec.which('nginx')) {
+      const test = await host.exec.run('nginx', ['-t'], { allowFailure: true });
+      if (test.exitCode === 0) await host.services.reload('system', 'nginx').catch(() => undefined);
+    }
+    if (args.json) printJson({ ok: true, backup: backup.archive, entries: backup.entries, removed: RESET_REMOVES });
+    else {
+      printLine(`backup: ${backup.archive}`);
+      printLine(`removed the deployment; bring it back with: service-deploy restore ${backup.archive}`);
+    }
+  } finally {
+    await lock.release();
+  }
+}

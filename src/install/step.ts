@@ -1,0 +1,72 @@
+import type { Host } from '../host/index.js';
+import type { ServiceProfile } from '../profile.js';
+import type { Answers } from '../config/answers.js';
+import type { Components } from '../components.js';
+
+/** Something a step would change, shown by --check and --diff. */
+export interface Change {
+  target: string;
+  summary: string;
+  /** Unified diff for file changes (secrets masked). */
+  diff?: string;
+}
+
+/** Effects a change has on later steps (Ansible's handlers): the pipeline collects them. */
+export type Notify = 'gateway-restart' | 'gateway-reload-units' | 'nginx-reload';
+
+export type StepStatus = 'ok' | 'changed' | 'skipped' | 'failed';
+
+export interface InstallOptions {
+  check: boolean;
+  diff: boolean;
+  channel: boolean;
+  catalog: boolean;
+  rotateChannelSecrets: boolean;
+  lockTimeoutMs: number;
+}
+
+export interface InstallContext {
+  host: Host;
+  profile: ServiceProfile;
+  answers: Answers;
+  components: Components;
+  options: InstallOptions;
+  /** Notifications raised by steps that already ran in this pipeline. */
+  notified: ReadonlySet<Notify>;
+  /** Progress text for long work (shown in the task list). */
+  progress(text: string): void;
+}
+
+export interface Plan {
+  changes: Change[];
+  notify?: Notify[];
+  /** Opaque data from check() for apply(), so apply does not recompute. */
+  data?: unknown;
+}
+
+/**
+ * One install step, in the shape of an Ansible module: check what is there, say
+ * what would change, apply it, verify it.
+ */
+export interface Step {
+  id: string;
+  title: string;
+  /** A reason to skip this step in this run, or undefined to run it. */
+  skip?(ctx: InstallContext): string | undefined | Promise<string | undefined>;
+  /** Reads the machine; returns no changes when everything is already right. */
+  check(ctx: InstallContext): Promise<Plan>;
+  apply(ctx: InstallContext, plan: Plan): Promise<void>;
+  /** Throws when the applied state is not right after all. */
+  verify?(ctx: InstallContext): Promise<void>;
+}
+
+export interface StepResult {
+  id: string;
+  title: string;
+  status: StepStatus;
+  changes: Change[];
+  reason?: string;
+  error?: string;
+  hint?: string;
+  durationMs: number;
+}

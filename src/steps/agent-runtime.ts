@@ -1,0 +1,44 @@
+import type { Step } from '../install/step.js';
+import { LAYOUT } from '../layout.js';
+import { renderTemplate } from '../render/template.js';
+import { planFile, writeDesired, type DesiredFile } from './lib/files.js';
+import { GLOBAL_MODULES, OPENCLAW_ENTRY, installedPackageVersion, npm } from './lib/runtime.js';
+
+export function openclawWrapper(): DesiredFile {
+  return {
+    path: LAYOUT.openclawWrapper,
+    content: renderTemplate('openclaw-wrapper.sh', { nodeBin: `${LAYOUT.nodePrefix}/bin`, openclawEntry: OPENCLAW_ENTRY }),
+    mode: 0o755,
+  };
+}
+
+/**
+ * OpenClaw at the pinned version, installed with the pinned Node's npm (npm checks
+ * every tarball against the registry's integrity), plus /usr/local/bin/openclaw so
+ * `openclaw ...` works for support staff.
+ */
+export const agentRuntimeStep: Step = {
+  id: 'agent-runtime',
+  title: 'Agent runtime (OpenClaw)',
+  async check({ host, components }) {
+    const want = components.openclaw.version;
+    const have = await installedPackageVersion(host, GLOBAL_MODULES, components.openclaw.package);
+    const changes = [];
+    if (have !== want) changes.push({ target: 'openclaw', summary: have ? `OpenClaw ${have} -> ${want}` : `install OpenClaw ${want}` });
+    const wrapper = await planFile(host, openclawWrapper());
+    if (wrapper) changes.push(wrapper);
+    return { changes, notify: have !== want ? ['gateway-restart'] : [], data: have !== want };
+  },
+  async apply(ctx, plan) {
+    const { host, components } = ctx;
+    if (plan.data) {
+      ctx.progress(`npm install ${components.sources.openclawSpec} (this takes a minute)`);
+      await npm(host, ['install', '--global', '--prefix', host.paths.real(LAYOUT.nodePrefix), '--no-audit', '--no-fund', '--allow-scripts=openclaw', components.sources.openclawSpec]);
+    }
+    await writeDesired(host, openclawWrapper());
+  },
+  async verify({ host, components }) {
+    const have = await installedPackageVersion(host, GLOBAL_MODULES, components.openclaw.package);
+    if (have !== components.openclaw.version) throw new Error(`OpenClaw ${have ?? 'missing'} after install, expected ${components.openclaw.version}`);
+  },
+};

@@ -1,0 +1,47 @@
+import type { Components } from '../components.js';
+import type { OsInfo } from '../host/os.js';
+import { readOs } from '../host/os.js';
+import type { Step } from '../install/step.js';
+import { aptInstall, missingPackages } from './lib/apt.js';
+
+/**
+ * A headless browser for the agent's browser tool. Ubuntu's chromium is a snap
+ * (no good for a root user service), so Ubuntu gets Google Chrome from its signed
+ * apt repository; Debian has a real chromium package.
+ */
+export function browserFor(os: OsInfo, components: Components) {
+  return os.id === 'debian' ? { ...components.browser.debian, aptRepoUrl: undefined } : components.browser.ubuntu;
+}
+
+const CHROME_KEYRING = '/usr/share/keyrings/google-chrome.gpg';
+const CHROME_SOURCES = '/etc/apt/sources.list.d/google-chrome.list';
+
+export const browserStep: Step = {
+  id: 'browser',
+  title: 'Browser skill (headless browser)',
+  async skip({ host, components }) {
+    const browser = browserFor(await readOs(host.files), components);
+    if (browser.aptRepoUrl && process.arch !== 'x64') return 'Google Chrome has no arm64 Linux build; the browser skill is unavailable here';
+    return undefined;
+  },
+  async check({ host, components }) {
+    const browser = browserFor(await readOs(host.files), components);
+    const missing = await missingPackages(host, [browser.package]);
+    return missing.length === 0 ? { changes: [] } : { changes: [{ target: 'apt', summary: `install ${browser.package}` }], notify: ['gateway-restart'] };
+  },
+  async apply(ctx) {
+    const { host, components, options } = ctx;
+    const browser = browserFor(await readOs(host.files), components);
+    if (browser.aptRepoUrl) {
+      ctx.progress('adding the browser apt repository');
+      const partial = `${CHROME_KEYRING}.partial`;
+      await host.files.ensureDir('/usr/share/keyrings', 0o755);
+      // Google publishes an ASCII-armoured key; apt's signed-by accepts armoured keys in .asc files.
+      await host.net.download(components.sources.browserKeyUrl, host.paths.real(partial), { caFile: components.sources.caFile });
+      await host.files.chmod(partial, 0o644);
+      await host.files.rename(partial, CHROME_KEYRING.replace(/\.gpg$/, '.asc'));
+      await host.files.write(CHROME_SOURCES, `deb [arch=amd64 signed-by=${CHROME_KEYRING.replace(/\.gpg$/, '.asc')}] ${browser.aptRepoUrl} stable main\n`, { mode: 0o644 });
+    }
+    await aptInstall(host, [browser.package], options.lockTimeoutMs / 1000);
+  },
+};

@@ -1,0 +1,92 @@
+import { DeployError } from '../errors.js';
+import type { Change, InstallContext, Step } from '../install/step.js';
+import { GATEWAY_PORT, LAYOUT } from '../layout.js';
+import { renderTemplate } from '../render/template.js';
+import { planFile, writeDesired, type DesiredFile } from './lib/files.js';
+import { OPENCLAW_ENTRY } from './lib/runtime.js';
+
+const UNIT = LAYOUT.gatewayUnit;
+
+export function gatewayUnitFile(): DesiredFile {
+  return {
+    path: LAYOUT.gatewayUnitFile,
+    content: renderTemplate('openclaw-gateway.service', {
+      home: LAYOUT.runtimeHome,
+      nodeBin: `${LAYOUT.nodePrefix}/bin`,
+      openclawEntry: OPENCLAW_ENTRY,
+      gatewayPort: GATEWAY_PORT,
+    }),
+    mode: 0o644,
+  };
+}
+
+interface GatewayPlan {
+  linger: boolean;
+  unit: boolean;
+  reload: boolean;
+  enable: boolean;
+  restart: boolean;
+  start: boolean;
+}
+
+/**
+ * The gateway as root's systemd user service: linger so it runs without a login,
+ * our unit file, enabled, and restarted exactly once when something it reads changed
+ * (the restart is requested by earlier steps, Ansible-handler style), started if down.
+ */
+export const gatewayServiceStep: Step = {
+  id: 'gateway-service',
+  title: 'Gateway user service',
+  async check(ctx: InstallContext) {
+    const { host, notified } = ctx;
+    const unitChange = await planFile(host, gatewayUnitFile());
+    const linger = !(await host.files.exists(LAYOUT.lingerFile));
+    const active = await host.services.isActive('user', UNIT).catch(() => false);
+    const enabled = await host.services.isEnabled('user', UNIT).catch(() => false);
+    const plan: GatewayPlan = {
+      linger,
+      unit: unitChange !== undefined,
+      reload: unitChange !== undefined || notified.has('gateway-reload-units'),
+      enable: !enabled,
+      restart: active && (unitChange !== undefined || notified.has('gateway-restart') || notified.has('gateway-reload-units')),
+      start: !active,
+    };
+    const changes: Change[] = [];
+    if (linger) changes.push({ target: 'loginctl', summary: 'enable linger for root (user services without a login)' });
+    if (unitChange) changes.push(unitChange);
+    if (plan.enable) changes.push({ target: UNIT, summary: `enable ${UNIT}` });
+    if (plan.restart) changes.push({ target: UNIT, summary: `restart ${UNIT} (its configuration changed)` });
+    if (plan.start) changes.push({ target: UNIT, summary: `start ${UNIT}` });
+    return { changes, data: plan };
+  },
+  async apply({ host }, plan) {
+    const todo = plan.data as GatewayPlan;
+    if (todo.linger) await host.exec.run('loginctl', ['enable-linger', 'root']);
+    await waitForUserManager(host);
+    if (todo.unit) await writeDesired(host, gatewayUnitFile());
+    if (todo.reload) await host.services.daemonReload('user');
+    if (todo.enable) await host.services.enable('user', UNIT);
+    // One restart covers both: it starts a stopped unit and restarts a running one.
+    if (todo.restart || todo.start) await host.services.restart('user', UNIT);
+  },
+  async verify({ host }) {
+    if (!(await host.services.isActive('user', UNIT))) {
+      throw new DeployError(`${UNIT} is not active`, `see \`XDG_RUNTIME_DIR=/run/user/0 journalctl --user -u ${UNIT} -n 50\` or run \`service-deploy gateway logs\``);
+    }
+  },
+};
+
+/** After enable-linger, root's user manager needs a moment to come up. */
+async function waitForUserManager(host: InstallContext['host']): Promise<void> {
+  for (let i = 0; i < 50; i++) {
+    const result = await host.exec.run('systemctl', ['--user', 'is-system-running'], {
+      env: { XDG_RUNTIME_DIR: '/run/user/0', DBUS_SESSION_BUS_ADDRESS: 'unix:path=/run/user/0/bus' },
+      allowFailure: true,
+      timeoutMs: 10_000,
+    });
+    // running / degraded / starting all mean the manager answers.
+    if (result.stdout.trim() && !/Failed to connect/i.test(result.stderr)) return;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  throw new DeployError("root's systemd user manager did not start", 'check `loginctl show-user root` (Linger=yes) and that libpam-systemd is installed');
+}

@@ -1,0 +1,36 @@
+import type { Step } from '../install/step.js';
+import { agentRuntimeStep } from './agent-runtime.js';
+import { answersStateStep } from './answers-state.js';
+import { browserStep } from './browser.js';
+import { gatewayServiceStep } from './gateway-service.js';
+import { guardStep } from './guard.js';
+import { healthStep } from './health.js';
+import { mcpStep } from './mcp.js';
+import { meshClientStep } from './mesh-client.js';
+import { nodeRuntimeStep } from './node-runtime.js';
+import { packageLockStep } from './package-lock.js';
+import { contextEngineStep, memoryStep } from './plugins.js';
+import { preflightStep } from './preflight.js';
+import { runtimeConfigStep } from './runtime-config.js';
+import { systemPackagesStep } from './system-packages.js';
+
+/** The install pipeline, in order. Each step builds on the ones before it. */
+export function installSteps(): Step[] {
+  return [
+    preflightStep,
+    packageLockStep,
+    systemPackagesStep,
+    nodeRuntimeStep,
+    agentRuntimeStep,
+    meshClientStep,
+    memoryStep,
+    contextEngineStep,
+    mcpStep,
+    browserStep,
+    answersStateStep,
+    runtimeConfigStep,
+    gatewayServiceStep,
+    guardStep,
+    healthStep,
+  ];
+}

@@ -1,0 +1,124 @@
+import { randomBytes } from 'node:crypto';
+import { DeployError } from '../errors.js';
+import type { Host } from '../host/index.js';
+import { readOs } from '../host/os.js';
+import type { InstallContext, Step } from '../install/step.js';
+import { GATEWAY_PORT, LAYOUT } from '../layout.js';
+import { aptInstall } from './lib/apt.js';
+
+const KEYRING = '/usr/share/keyrings/tailscale-archive-keyring.gpg';
+const SOURCES = '/etc/apt/sources.list.d/tailscale.list';
+export const SERVE_TARGET = `http://127.0.0.1:${GATEWAY_PORT}`;
+export const SERVE_HINT =
+  'enable HTTPS certificates and Serve/Funnel for the mesh network in its admin console (DNS: HTTPS Certificates; access controls: the funnel node attribute), then run the install again';
+
+export interface MeshStatus {
+  installed: boolean;
+  running: boolean;
+  hostname?: string;
+  dnsName?: string;
+  serving: boolean;
+}
+
+export async function meshStatus(host: Host): Promise<MeshStatus> {
+  const version = await host.exec.run('tailscale', ['version'], { allowFailure: true });
+  if (version.exitCode !== 0) return { installed: false, running: false, serving: false };
+  const status = await host.exec.run('tailscale', ['status', '--json'], { allowFailure: true });
+  let parsed: { BackendState?: string; Self?: { HostName?: string; DNSName?: string } } = {};
+  try {
+    parsed = JSON.parse(status.stdout || '{}');
+  } catch {
+    // not logged in yet: some versions print text
+  }
+  const serve = await host.exec.run('tailscale', ['serve', 'status', '--json'], { allowFailure: true });
+  return {
+    installed: true,
+    running: parsed.BackendState === 'Running',
+    hostname: parsed.Self?.HostName,
+    dnsName: parsed.Self?.DNSName?.replace(/\.$/, ''),
+    serving: serve.exitCode === 0 && serve.stdout.includes(`"${SERVE_TARGET}"`),
+  };
+}
+
+interface MeshPlan {
+  install: boolean;
+  login: boolean;
+  rename: boolean;
+  serve: boolean;
+}
+
+/**
+ * The private mesh client (Tailscale): installed from its signed apt repository,
+ * logged in with the auth key (read from a 0600 file, never argv), named, and
+ * serving the gateway over the mesh with HTTPS.
+ */
+export const meshClientStep: Step = {
+  id: 'mesh-client',
+  title: 'Private mesh network client',
+  async check({ host, answers }) {
+    const status = await meshStatus(host);
+    const plan: MeshPlan = {
+      install: !status.installed,
+      login: !status.running,
+      rename: status.running && status.hostname !== answers.meshHostname,
+      serve: !status.serving,
+    };
+    const changes = [];
+    if (plan.install) changes.push({ target: 'tailscale', summary: 'install the mesh client' });
+    if (plan.login) changes.push({ target: 'tailscale', summary: `join the mesh as ${answers.meshHostname}` });
+    if (plan.rename) changes.push({ target: 'tailscale', summary: `hostname ${status.hostname} -> ${answers.meshHostname}` });
+    if (plan.serve) changes.push({ target: 'tailscale serve', summary: `serve the gateway (${SERVE_TARGET}) over HTTPS on the mesh` });
+    return { changes, data: plan };
+  },
+  async apply(ctx, plan) {
+    const { host, answers } = ctx;
+    const todo = plan.data as MeshPlan;
+    if (todo.install) await installMeshClient(ctx);
+    if (todo.login || todo.install) {
+      if (!answers.meshAuthKey) {
+        throw new DeployError('the mesh client is not logged in and no mesh auth key was given', 'give SERVICE_MESH_AUTH_KEY or --mesh-auth-key-file (a new key from the mesh admin settings)');
+      }
+      await loginWithKeyFile(host, answers.meshAuthKey, answers.meshHostname);
+    } else if (todo.rename) {
+      await host.exec.run('tailscale', ['set', `--hostname=${answers.meshHostname}`]);
+    }
+    if (todo.serve) {
+      await host.exec.run('tailscale', ['serve', '--bg', '--yes', SERVE_TARGET], { timeoutMs: 60_000 });
+    }
+  },
+  async verify({ host, answers }) {
+    const status = await meshStatus(host);
+    if (!status.running) throw new DeployError('the mesh client is not running after login', 'check the auth key (it may be expired or used), then run again');
+    if (status.hostname !== answers.meshHostname) throw new DeployError(`mesh hostname is ${status.hostname}, expected ${answers.meshHostname}`);
+    // `tailscale serve` can exit 0 without configuring anything when the network has HTTPS/Serve off.
+    if (!status.serving) throw new DeployError('the mesh network did not accept Serve for the gateway', SERVE_HINT);
+  },
+};
+
+async function loginWithKeyFile(host: Host, key: string, hostname: string): Promise<void> {
+  const keyFile = `${LAYOUT.meshAuthKeyFile}.${randomBytes(4).toString('hex')}`;
+  await host.files.write(keyFile, `${key}\n`, { mode: 0o600 });
+  try {
+    await host.exec.run('tailscale', ['up', `--auth-key=file:${host.paths.real(keyFile)}`, `--hostname=${hostname}`], { timeoutMs: 120_000 });
+  } finally {
+    await host.files.remove(keyFile);
+  }
+}
+
+async function installMeshClient(ctx: InstallContext): Promise<void> {
+  const { host, components, options } = ctx;
+  const os = await readOs(host.files);
+  const distro = os.id === 'debian' ? 'debian' : 'ubuntu';
+  const codename = os.codename || (os.versionId === '22.04' ? 'jammy' : 'noble');
+  const repo = components.sources.meshAptUrl.replace(/\/ubuntu$/, `/${distro}`);
+  ctx.progress('adding the mesh client apt repository');
+  const partial = `${KEYRING}.partial`;
+  await host.files.ensureDir('/usr/share/keyrings', 0o755);
+  await host.net.download(`${repo}/${codename}.noarmor.gpg`, host.paths.real(partial), { caFile: components.sources.caFile });
+  await host.files.chmod(partial, 0o644);
+  await host.files.rename(partial, KEYRING);
+  await host.files.write(SOURCES, `deb [signed-by=${KEYRING}] ${repo} ${codename} main\n`, { mode: 0o644 });
+  ctx.progress('installing the mesh client');
+  await aptInstall(host, [components.meshClient.package], options.lockTimeoutMs / 1000);
+  await host.exec.run('systemctl', ['enable', '--now', 'tailscaled'], { allowFailure: true });
+}

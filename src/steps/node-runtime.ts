@@ -1,0 +1,72 @@
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import * as tar from 'tar';
+import { DeployError } from '../errors.js';
+import type { Step } from '../install/step.js';
+import { LAYOUT } from '../layout.js';
+
+/** Node's naming of the machine's architecture in its release tarballs. */
+function distArch(): string {
+  return process.arch === 'arm64' ? 'arm64' : 'x64';
+}
+
+async function installedNodeVersion(ctx: Parameters<Step['check']>[0]): Promise<string | undefined> {
+  const node = ctx.host.paths.real(`${LAYOUT.nodePrefix}/bin/node`);
+  const result = await ctx.host.exec.run(node, ['--version'], { allowFailure: true, timeoutMs: 20_000 });
+  return result.exitCode === 0 ? result.stdout.trim().replace(/^v/, '') : undefined;
+}
+
+/**
+ * Node 24 for the agent runtime, in its own prefix (never the distribution's node):
+ * the official release tarball, checked against SHASUMS256.txt, unpacked beside the
+ * old prefix and swapped in with a rename.
+ */
+export const nodeRuntimeStep: Step = {
+  id: 'node-runtime',
+  title: 'Node.js for the agent runtime',
+  async check(ctx) {
+    const want = ctx.components.node.version;
+    const have = await installedNodeVersion(ctx);
+    if (have === want) return { changes: [] };
+    return { changes: [{ target: LAYOUT.nodePrefix, summary: have ? `Node ${have} -> ${want}` : `install Node ${want}` }] };
+  },
+  async apply(ctx) {
+    const { host, components } = ctx;
+    const version = components.node.version;
+    const file = `node-v${version}-linux-${distArch()}.tar.gz`;
+    const base = `${components.sources.nodeDistUrl}/v${version}`;
+    const prefix = host.paths.real(LAYOUT.nodePrefix);
+    const parent = path.dirname(prefix);
+    await fs.mkdir(parent, { recursive: true, mode: 0o755 });
+    const work = await fs.mkdtemp(path.join(parent, '.node-download-'));
+    try {
+      ctx.progress(`downloading ${file}`);
+      const sums = await host.net.request(`${base}/SHASUMS256.txt`, { caFile: components.sources.caFile });
+      if (sums.status !== 200) throw new DeployError(`${base}/SHASUMS256.txt: HTTP ${sums.status}`);
+      const expected = sums.body.split('\n').map((l) => l.trim().split(/\s+/)).find(([, name]) => name === file)?.[0];
+      if (!expected) throw new DeployError(`SHASUMS256.txt for Node ${version} has no entry for ${file}`);
+      const tarball = path.join(work, file);
+      const actual = await host.net.download(`${base}/${file}`, tarball, { caFile: components.sources.caFile, timeoutMs: 120_000 });
+      if (actual !== expected) {
+        throw new DeployError(`checksum mismatch for ${file}: expected ${expected}, got ${actual}`, 'the download was corrupted or tampered with; nothing was installed');
+      }
+      ctx.progress(`unpacking ${file}`);
+      const unpacked = path.join(work, 'node');
+      await fs.mkdir(unpacked);
+      await tar.x({ file: tarball, cwd: unpacked, strip: 1 });
+      await fs.chmod(unpacked, 0o755);
+      // Swap: the old prefix (with its global packages) goes aside, then away.
+      const old = `${prefix}.old-${process.pid}`;
+      const hadOld = await fs.stat(prefix).then(() => true, () => false);
+      if (hadOld) await fs.rename(prefix, old);
+      await fs.rename(unpacked, prefix);
+      if (hadOld) await fs.rm(old, { recursive: true, force: true });
+    } finally {
+      await fs.rm(work, { recursive: true, force: true });
+    }
+  },
+  async verify(ctx) {
+    const have = await installedNodeVersion(ctx);
+    if (have !== ctx.components.node.version) throw new Error(`node --version says ${have ?? 'nothing'} after install`);
+  },
+};

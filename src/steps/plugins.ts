@@ -1,0 +1,69 @@
+import type { Step } from '../install/step.js';
+import { LAYOUT } from '../layout.js';
+import { GLOBAL_MODULES, PLUGIN_PREFIX, installedPackageVersion, npm } from './lib/runtime.js';
+
+/**
+ * QMD memory. OpenClaw removed its QMD memory backend in 2026.8.1 (builtin memory is
+ * the only engine now), so QMD is installed as its own program and wired into the
+ * agent as an MCP server (`qmd mcp`, see runtime-config), which the pinned OpenClaw
+ * supports. docs/components.md has the details.
+ */
+export const memoryStep: Step = {
+  id: 'memory',
+  title: 'Memory daemon (QMD, as an MCP server)',
+  async check({ host, components }) {
+    const have = await installedPackageVersion(host, GLOBAL_MODULES, components.qmd.package);
+    if (have === components.qmd.version) return { changes: [] };
+    return {
+      changes: [{ target: components.qmd.package, summary: have ? `QMD ${have} -> ${components.qmd.version}` : `install QMD ${components.qmd.version}` }],
+      notify: ['gateway-restart'],
+    };
+  },
+  async apply(ctx) {
+    const { host, components } = ctx;
+    ctx.progress(`npm install ${components.sources.qmdSpec}`);
+    await npm(host, [
+      'install', '--global', '--prefix', host.paths.real(LAYOUT.nodePrefix), '--no-audit', '--no-fund',
+      '--allow-scripts=better-sqlite3,node-llama-cpp', components.sources.qmdSpec,
+    ]);
+  },
+  async verify({ host, components }) {
+    const have = await installedPackageVersion(host, GLOBAL_MODULES, components.qmd.package);
+    if (have !== components.qmd.version) throw new Error(`QMD ${have ?? 'missing'} after install, expected ${components.qmd.version}`);
+  },
+};
+
+/**
+ * The lossless-claw context engine plugin, installed with npm into a prefix of ours
+ * and loaded through plugins.load.paths (runtime-config). `openclaw plugins install`
+ * would rewrite openclaw.json behind our back; this way the config has one writer.
+ */
+export const contextEngineStep: Step = {
+  id: 'context-engine',
+  title: 'Context engine (lossless-claw plugin)',
+  async check({ host, components }) {
+    const have = await installedPackageVersion(host, `${PLUGIN_PREFIX}/node_modules`, components.losslessClaw.package);
+    if (have === components.losslessClaw.version) return { changes: [] };
+    return {
+      changes: [{ target: components.losslessClaw.package, summary: have ? `lossless-claw ${have} -> ${components.losslessClaw.version}` : `install lossless-claw ${components.losslessClaw.version}` }],
+      notify: ['gateway-restart'],
+    };
+  },
+  async apply(ctx) {
+    const { host, components } = ctx;
+    await host.files.ensureDir(PLUGIN_PREFIX, 0o755);
+    if (!(await host.files.exists(`${PLUGIN_PREFIX}/package.json`))) {
+      await host.files.write(`${PLUGIN_PREFIX}/package.json`, '{ "name": "service-deploy-plugins", "private": true }\n', { mode: 0o644 });
+    }
+    ctx.progress(`npm install ${components.sources.losslessClawSpec}`);
+    await npm(host, ['install', '--prefix', host.paths.real(PLUGIN_PREFIX), '--no-audit', '--no-fund', '--omit=peer', components.sources.losslessClawSpec]);
+  },
+  async verify({ host, components }) {
+    const have = await installedPackageVersion(host, `${PLUGIN_PREFIX}/node_modules`, components.losslessClaw.package);
+    if (have !== components.losslessClaw.version) throw new Error(`lossless-claw ${have ?? 'missing'} after install`);
+  },
+};
+
+export function losslessClawDir(packageName: string): string {
+  return `${PLUGIN_PREFIX}/node_modules/${packageName}`;
+}

@@ -1,0 +1,95 @@
+import { DeployError } from '../errors.js';
+import type { Host } from '../host/index.js';
+import { readOs } from '../host/os.js';
+import type { InstallContext, Step } from '../install/step.js';
+import { LAYOUT } from '../layout.js';
+import {
+  desiredRuntimeConfig,
+  parseRuntimeConfig,
+  sameConfig,
+  serializeRuntimeConfig,
+  type RuntimeConfig,
+} from '../config/runtime-config.js';
+import { browserFor } from './browser.js';
+import { planFile } from './lib/files.js';
+import { openclaw } from './lib/runtime.js';
+
+export async function readRuntimeConfig(host: Host): Promise<{ text?: string; config?: RuntimeConfig }> {
+  const text = await host.files.read(LAYOUT.runtimeConfig);
+  if (text === undefined) return {};
+  try {
+    return { text, config: parseRuntimeConfig(text) };
+  } catch (error) {
+    throw new DeployError(`${LAYOUT.runtimeConfig} is not valid JSON5: ${(error as Error).message}`, `fix or move the file aside, then run again`);
+  }
+}
+
+export async function desiredFor(ctx: InstallContext, existing: RuntimeConfig | undefined): Promise<RuntimeConfig> {
+  const os = await readOs(ctx.host.files);
+  const browser = browserFor(os, ctx.components);
+  const browserSkipped = browser.aptRepoUrl !== undefined && process.arch !== 'x64';
+  return desiredRuntimeConfig(existing, {
+    answers: ctx.answers,
+    profile: ctx.profile,
+    components: ctx.components,
+    channel: ctx.options.channel,
+    browserExecutable: browserSkipped ? undefined : browser.executable,
+  });
+}
+
+/**
+ * Validates a candidate config with the pinned OpenClaw's own `config validate`,
+ * from a 0600 file beside the real one. Throws with OpenClaw's messages if invalid.
+ */
+export async function validateCandidate(host: Host, content: string): Promise<void> {
+  const candidate = `${LAYOUT.runtimeDir}/.openclaw.json.candidate`;
+  await host.files.write(candidate, content, { mode: 0o600 });
+  try {
+    const result = await openclaw(host, ['config', 'validate', '--json'], { configPath: candidate, allowFailure: true });
+    if (result.exitCode !== 0) {
+      let issues = result.stderr.trim() || result.stdout.trim();
+      try {
+        const parsed = JSON.parse(result.stdout) as { issues?: Array<{ path: string; message: string }> };
+        if (parsed.issues?.length) issues = parsed.issues.map((i) => `${i.path}: ${i.message}`).join('; ');
+      } catch {
+        // not JSON: keep the raw text
+      }
+      throw new DeployError(`OpenClaw rejects the new config: ${host.redactor.redact(issues)}`, 'the current config was left as it was; report this with `service-deploy render runtime-config`');
+    }
+  } finally {
+    await host.files.remove(candidate);
+  }
+}
+
+/**
+ * ~/.openclaw/openclaw.json: managed settings put right, user keys kept, the legacy
+ * gateway.token migrated. "Changed" means the parsed config differs, so a file the
+ * user reformatted or commented is left alone when its settings are right.
+ */
+export const runtimeConfigStep: Step = {
+  id: 'runtime-config',
+  title: 'Runtime config (openclaw.json)',
+  async check(ctx) {
+    const { host } = ctx;
+    const { config } = await readRuntimeConfig(host);
+    const desired = await desiredFor(ctx, config);
+    const content = serializeRuntimeConfig(desired);
+    const info = await host.files.stat(LAYOUT.runtimeConfig);
+    const contentSame = config !== undefined && sameConfig(config, desired);
+    if (contentSame && info?.mode === 0o600) return { changes: [] };
+    const change = contentSame
+      ? { target: LAYOUT.runtimeConfig, summary: `${LAYOUT.runtimeConfig}: mode -> 0600` }
+      : await planFile(host, { path: LAYOUT.runtimeConfig, content, mode: 0o600 });
+    return { changes: change ? [change] : [], notify: contentSame ? [] : ['gateway-restart'], data: { content, contentSame } };
+  },
+  async apply({ host }, plan) {
+    const { content, contentSame } = plan.data as { content: string; contentSame: boolean };
+    await host.files.ensureDir(LAYOUT.runtimeDir, 0o700);
+    if (contentSame) {
+      await host.files.chmod(LAYOUT.runtimeConfig, 0o600);
+      return;
+    }
+    await validateCandidate(host, content);
+    await host.files.write(LAYOUT.runtimeConfig, content, { mode: 0o600 });
+  },
+};

@@ -1,0 +1,18 @@
+import type { Step } from '../install/step.js';
+import { aptInstall, missingPackages } from './lib/apt.js';
+
+export const systemPackagesStep: Step = {
+  id: 'system-packages',
+  title: 'System packages',
+  async check({ host, components }) {
+    const missing = await missingPackages(host, components.systemPackages);
+    return missing.length === 0 ? { changes: [] } : { changes: [{ target: 'apt', summary: `install ${missing.join(' ')}` }], data: missing };
+  },
+  async apply({ host, options }, plan) {
+    await aptInstall(host, plan.data as string[], options.lockTimeoutMs / 1000);
+  },
+  async verify({ host, components }) {
+    const missing = await missingPackages(host, components.systemPackages);
+    if (missing.length > 0) throw new Error(`still missing after apt-get install: ${missing.join(' ')}`);
+  },
+};
