@@ -67,7 +67,7 @@ export function signature(token: string, parts: CanonicalParts): string {
 export function safeEqual(a: string, b: string): boolean {
   const ha = createHash('sha256').update(a, 'utf8').digest();
   const hb = createHash('sha256').update(b, 'utf8').digest();
-  return timingSafeEqual(ha, hb) && a.length === b.length;
+  return timingSafeEqual(ha, hb);
 }
 
 export function newNonce(): string {

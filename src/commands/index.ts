@@ -2,7 +2,8 @@ import type { CommandModule } from 'yargs';
 import { installCommand } from './install.js';
 import { profileCommand } from './profile.js';
 import { partnerCommand } from './partner.js';
-import { chatCommand, doctorCommand, guardCommand, statusCommand } from './stubs.js';
+import { chatCommand } from './chat.js';
+import { doctorCommand, guardCommand, statusCommand } from './stubs.js';
 
 /** The static command registry (no commandDir: it scans the disk, which a single binary does not have). */
 export const commands: CommandModule<any, any>[] = [
