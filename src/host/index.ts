@@ -4,6 +4,7 @@ import { Locks } from './locks.js';
 import { Logger } from './log.js';
 import { Net } from './net.js';
 import { PathMap } from './paths.js';
+import { Proc } from './proc.js';
 import { Redactor } from './redact.js';
 import { Services } from './services.js';
 
@@ -23,6 +24,8 @@ export interface Host {
   readonly services: Services;
   readonly locks: Locks;
   readonly net: Net;
+  /** Live processes (/proc), never mapped into the sandbox. */
+  readonly proc: Proc;
   readonly redactor: Redactor;
   readonly log: Logger;
   readonly env: NodeJS.ProcessEnv;
@@ -49,6 +52,7 @@ export function createHost(options: HostOptions = {}): Host {
     services: new Services(exec),
     locks: new Locks(paths),
     net: new Net(),
+    proc: new Proc(),
     redactor,
     log,
     env,
