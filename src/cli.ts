@@ -18,6 +18,8 @@ export function buildCli(args: string[]) {
     .help()
     .alias('help', 'h')
     .strict()
+    // A flag given twice takes its last value (scripts append overrides), not an array.
+    .parserConfiguration({ 'duplicate-arguments-array': false })
     .recommendCommands()
     .wrap(Math.min(100, process.stdout.columns || 100))
     .epilog(EPILOG)

@@ -1,6 +1,8 @@
 import type { CommandModule } from 'yargs';
 import { installCommand } from './install.js';
 import { profileCommand } from './profile.js';
+import { renderCommand } from './render.js';
+import { restoreCommand } from './restore.js';
 import { partnerCommand } from './partner.js';
 import { chatCommand } from './chat.js';
 import { doctorCommand, guardCommand, statusCommand } from './stubs.js';
@@ -14,4 +16,6 @@ export const commands: CommandModule<any, any>[] = [
   chatCommand,
   partnerCommand,
   profileCommand,
+  renderCommand,
+  restoreCommand,
 ];

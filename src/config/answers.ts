@@ -27,7 +27,8 @@ export function slugify(name: string): string {
     .replace(/-+$/g, '');
 }
 
-const noSpace = (what: string) => z.string().regex(/^\S+$/, `${what} must not contain spaces`);
+const token = (what: string) =>
+  z.string().min(1, `${what} is empty`).regex(/^\S+$/, `${what} must not contain spaces`);
 const DNS_LABEL = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
 
 export const AnswerSchemas = {
@@ -37,8 +38,7 @@ export const AnswerSchemas = {
     .min(1, 'customer name is empty: give the customer or company name')
     .max(80, 'customer name is longer than 80 characters')
     .refine((name) => slugify(name).length > 0, 'customer name needs at least one letter or digit (it becomes the slug)'),
-  apiKey: noSpace('service API key')
-    .min(1, 'service API key is empty')
+  apiKey: token('service API key')
     .refine((key) => key.startsWith('pkt_'), 'service API key must start with pkt_ (Partner Portal > Settings > API Keys)')
     .refine((key) => key.length >= 12, 'service API key is too short to be a real key'),
   modelId: z
@@ -46,12 +46,12 @@ export const AnswerSchemas = {
     .trim()
     .min(1, 'model ID is empty')
     .regex(/^[A-Za-z0-9][A-Za-z0-9._:/@-]*$/, 'model ID may contain only letters, digits and . _ : / @ -'),
-  meshAuthKey: noSpace('mesh network auth key').min(1, 'mesh network auth key is empty'),
+  meshAuthKey: token('mesh network auth key'),
   meshHostname: z
     .string()
     .trim()
     .regex(DNS_LABEL, 'mesh network hostname must be a DNS label: lowercase letters, digits and -, 1-63 characters, not starting or ending with -'),
-  mcpToken: noSpace('service MCP token').min(1, 'service MCP token is empty'),
+  mcpToken: token('service MCP token'),
 } satisfies Record<AnswerField, z.ZodType<string>>;
 
 export interface Answers {

@@ -36,6 +36,8 @@ export interface AnswerInputs {
   /** Reads a file the user named (relative to the working directory, never the sandbox). */
   readUserFile(path: string): Promise<string>;
   prompter?: Prompter;
+  /** Whether the mesh auth key is needed (false: only files are rendered, nothing joins the mesh). */
+  needMeshAuthKey?: boolean;
 }
 
 const PROMPTS: Record<AnswerField, string> = {
@@ -87,7 +89,8 @@ export async function resolveAnswers(inputs: AnswerInputs): Promise<Answers> {
   }
 
   // The mesh auth key is needed only to log the mesh client in: a re-run can do without.
-  const missing = ANSWER_FIELDS.filter((f) => values[f] === undefined && !(f === 'meshAuthKey' && current));
+  const meshKeyOptional = current !== undefined || inputs.needMeshAuthKey === false;
+  const missing = ANSWER_FIELDS.filter((f) => values[f] === undefined && !(f === 'meshAuthKey' && meshKeyOptional));
   if (missing.length > 0) {
     throw new UsageError(
       `missing answers (no terminal to ask):\n  - ${missing.map((f) => `${ANSWER_SOURCES[f].label}: give ${ANSWER_SOURCES[f].sources}`).join('\n  - ')}`,

@@ -29,18 +29,11 @@ export async function runInstall(args: InstallArgs): Promise<void> {
   await installWithLock({ host, args });
 }
 
-export async function installWithLock(run: InstallRun): Promise<PipelineOutcome> {
-  const { host, args } = run;
-  const lock = await host.locks.acquire(LAYOUT.installLock, 'install');
-  try {
-    return await install(run);
-  } finally {
-    await lock.release();
-    host.log.close();
-  }
-}
-
-async function install({ host, args, steps }: InstallRun): Promise<PipelineOutcome> {
+/**
+ * Resolves the answers (prompting first, before any task list), then runs the
+ * pipeline under the install lock. Bad answers end the run before anything is written.
+ */
+export async function installWithLock({ host, args, steps }: InstallRun): Promise<PipelineOutcome> {
   const profile = loadProfile(host.env);
   const components = loadComponents(host.env);
   const catalog = Boolean(args.catalog);
@@ -48,7 +41,6 @@ async function install({ host, args, steps }: InstallRun): Promise<PipelineOutco
   const lockTimeout = args.lockTimeout ?? 300;
   if (!Number.isFinite(lockTimeout) || lockTimeout < 0) throw new UsageError('--lock-timeout must be a number of seconds >= 0');
 
-  // Every question is asked before the task list starts.
   const answers = await resolveAnswers({
     flags: args as AnswerFlags,
     env: host.env,
@@ -67,18 +59,24 @@ async function install({ host, args, steps }: InstallRun): Promise<PipelineOutco
     rotateChannelSecrets: Boolean(args.rotateChannelSecrets),
     lockTimeoutMs: lockTimeout * 1000,
   };
-  if (!options.check) {
-    await host.files.ensureDir(LAYOUT.logDir, 0o700);
-    host.log.attachFile(host.paths.real(LAYOUT.installLog));
-    host.log.debug(`install started: customer ${answers.customerSlug}, model ${answers.modelId}, channel ${options.channel}`);
-  }
 
-  const renderer: Renderer = args.json || catalog ? 'silent' : process.stderr.isTTY ? 'default' : 'simple';
-  const started = Date.now();
-  const outcome = await runPipeline(steps ?? installSteps(), { host, profile, answers, components, options }, renderer);
-  report(host, args, outcome, options, Date.now() - started);
-  if (outcome.failed) process.exitCode = 1;
-  return outcome;
+  const lock = await host.locks.acquire(LAYOUT.installLock, 'install');
+  try {
+    if (!options.check) {
+      await host.files.ensureDir(LAYOUT.logDir, 0o700);
+      host.log.attachFile(host.paths.real(LAYOUT.installLog));
+      host.log.debug(`install started: customer ${answers.customerSlug}, model ${answers.modelId}, channel ${options.channel}`);
+    }
+    const renderer: Renderer = args.json || catalog ? 'silent' : process.stderr.isTTY ? 'default' : 'simple';
+    const started = Date.now();
+    const outcome = await runPipeline(steps ?? installSteps(), { host, profile, answers, components, options }, renderer);
+    report(host, args, outcome, options, Date.now() - started);
+    if (outcome.failed) process.exitCode = 1;
+    return outcome;
+  } finally {
+    await lock.release();
+    host.log.close();
+  }
 }
 
 function report(host: Host, args: InstallArgs, outcome: PipelineOutcome, options: InstallOptions, ms: number): void {

@@ -24,7 +24,11 @@ export async function readRuntimeConfig(host: Host): Promise<{ text?: string; co
   }
 }
 
-export async function desiredFor(ctx: InstallContext, existing: RuntimeConfig | undefined): Promise<RuntimeConfig> {
+/** The config this server should have: the existing one with the managed settings put right. */
+export async function desiredFor(
+  ctx: Pick<InstallContext, 'host' | 'answers' | 'profile' | 'components'> & { channel: boolean },
+  existing: RuntimeConfig | undefined,
+): Promise<RuntimeConfig> {
   const os = await readOs(ctx.host.files);
   const browser = browserFor(os, ctx.components);
   const browserSkipped = browser.aptRepoUrl !== undefined && process.arch !== 'x64';
@@ -32,7 +36,7 @@ export async function desiredFor(ctx: InstallContext, existing: RuntimeConfig | 
     answers: ctx.answers,
     profile: ctx.profile,
     components: ctx.components,
-    channel: ctx.options.channel,
+    channel: ctx.channel,
     browserExecutable: browserSkipped ? undefined : browser.executable,
   });
 }
@@ -72,7 +76,7 @@ export const runtimeConfigStep: Step = {
   async check(ctx) {
     const { host } = ctx;
     const { config } = await readRuntimeConfig(host);
-    const desired = await desiredFor(ctx, config);
+    const desired = await desiredFor({ ...ctx, channel: ctx.options.channel }, config);
     const content = serializeRuntimeConfig(desired);
     const info = await host.files.stat(LAYOUT.runtimeConfig);
     const contentSame = config !== undefined && sameConfig(config, desired);

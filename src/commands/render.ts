@@ -1,0 +1,21 @@
+import type { Argv, CommandModule } from 'yargs';
+import { installOptions, type InstallArgs } from './install.js';
+
+export const RENDER_TARGETS = ['runtime-config', 'unit', 'guard-script', 'cron', 'channel-env', 'nginx', 'dropin'] as const;
+
+export interface RenderArgs extends InstallArgs {
+  file: (typeof RENDER_TARGETS)[number];
+  showSecrets?: boolean;
+}
+
+export const renderCommand: CommandModule<object, RenderArgs> = {
+  command: 'render <file>',
+  describe: 'Print a file exactly as the install would write it (secrets masked unless --show-secrets)',
+  builder: (y) =>
+    (installOptions(y) as Argv<InstallArgs>)
+      .positional('file', { choices: RENDER_TARGETS, describe: 'Which file', demandOption: true })
+      .option('show-secrets', { type: 'boolean', describe: 'Print secrets instead of ****' })
+      .example('$0 render runtime-config', 'The openclaw.json this server would get')
+      .example('$0 render nginx > site.conf', 'The channel endpoint nginx site') as Argv<RenderArgs>,
+  handler: async (argv) => (await import('../install/render.js')).runRender(argv),
+};

@@ -1,0 +1,51 @@
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import type { RenderArgs } from '../commands/render.js';
+import { loadComponents } from '../components.js';
+import { serializeRuntimeConfig } from '../config/runtime-config.js';
+import { DeployError } from '../errors.js';
+import { createHost } from '../host/index.js';
+import { loadProfile } from '../profile.js';
+import { readStoredAnswers } from '../steps/answers-state.js';
+import { gatewayUnitFile } from '../steps/gateway-service.js';
+import { guardCron, guardScript } from '../steps/guard.js';
+import { desiredFor, readRuntimeConfig } from '../steps/runtime-config.js';
+import { resolveAnswers, type AnswerFlags } from './answers.js';
+
+/** `service-deploy render FILE`: what the install would write, for review. Writes nothing. */
+export async function runRender(args: RenderArgs): Promise<void> {
+  const host = createHost({ verbose: args.verbose });
+  const profile = loadProfile(host.env);
+  const components = loadComponents(host.env);
+  const answers = await resolveAnswers({
+    flags: args as AnswerFlags,
+    env: host.env,
+    current: await readStoredAnswers(host),
+    defaultModelId: profile.defaultModelId,
+    readUserFile: (p) => fs.readFile(path.resolve(p), 'utf8'),
+    needMeshAuthKey: false,
+  });
+  host.redactor.add(answers.apiKey, answers.meshAuthKey, answers.mcpToken);
+  const channel = Boolean(args.channel || args.catalog);
+
+  let text: string;
+  switch (args.file) {
+    case 'runtime-config': {
+      const { config } = await readRuntimeConfig(host);
+      text = serializeRuntimeConfig(await desiredFor({ host, answers, profile, components, channel }, config));
+      break;
+    }
+    case 'unit':
+      text = gatewayUnitFile().content;
+      break;
+    case 'guard-script':
+      text = guardScript().content;
+      break;
+    case 'cron':
+      text = guardCron(answers.meshHostname).content;
+      break;
+    default:
+      throw new DeployError(`render ${args.file} is not available yet`, 'it arrives with the channel endpoint');
+  }
+  process.stdout.write(args.showSecrets ? text : host.redactor.redact(text));
+}

@@ -1,0 +1,260 @@
+import { execa } from 'execa';
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { FIRST_INSTALL, SECRETS, makeSandbox, snapshotFiles, type Sandbox } from '../helpers/sandbox.js';
+
+const CONFIG = 'root/.openclaw/openclaw.json';
+const sandboxes: Sandbox[] = [];
+afterEach(async () => {
+  await Promise.all(sandboxes.splice(0).map((s) => s.close()));
+});
+
+async function fresh(): Promise<Sandbox> {
+  const sb = await makeSandbox();
+  sandboxes.push(sb);
+  return sb;
+}
+
+async function installed(): Promise<Sandbox> {
+  const sb = await fresh();
+  const first = await sb.install(FIRST_INSTALL.args, FIRST_INSTALL.env);
+  expect(first.exitCode, String(first.stderr)).toBe(0);
+  sb.clearCalls();
+  return sb;
+}
+
+function config(sb: Sandbox): any {
+  return JSON.parse(sb.read(CONFIG)!);
+}
+
+function gatewayStarts(sb: Sandbox): number {
+  const file = path.join(sb.state, 'user-openclaw-gateway.service.starts');
+  return fs.existsSync(file) ? Number(fs.readFileSync(file, 'utf8')) : 0;
+}
+
+/** Every file under the sandbox root readable by others that contains a secret. */
+function worldReadableSecrets(sb: Sandbox): string[] {
+  return [...snapshotFiles(sb.root).keys()].filter((rel) => {
+    const full = path.join(sb.root, rel);
+    if ((fs.statSync(full).mode & 0o004) === 0) return false;
+    const text = fs.readFileSync(full, 'latin1');
+    return Object.values(SECRETS).some((s) => text.includes(s));
+  });
+}
+
+describe('install in a sandbox root', () => {
+  it('deploys every component on a fresh server', async () => {
+    const sb = await fresh();
+    const result = await sb.install([...FIRST_INSTALL.args, '--json'], FIRST_INSTALL.env);
+    expect(result.exitCode, String(result.stderr)).toBe(0);
+    const out = JSON.parse(String(result.stdout));
+    expect(out.ok).toBe(true);
+    expect(out.recap.failed).toBe(0);
+    expect(out.steps.map((s: { id: string }) => s.id)).toEqual([
+      'preflight', 'package-lock', 'system-packages', 'node-runtime', 'agent-runtime', 'mesh-client', 'memory',
+      'context-engine', 'mcp', 'browser', 'answers', 'runtime-config', 'gateway-service', 'guard', 'health',
+    ]);
+
+    const cfg = config(sb);
+    expect(Object.keys(cfg.models.providers)).toEqual(['service']);
+    expect(cfg.models.mode).toBe('replace');
+    expect(cfg.models.providers.service).toMatchObject({ apiKey: SECRETS.apiKey, api: 'openai-completions', baseUrl: 'http://127.0.0.1:9/v1' });
+    expect(cfg.models.providers.service.models[0]).toMatchObject({ id: 'claude-sonnet-4-5', contextWindow: 200000, maxTokens: 16000 });
+    expect(cfg.agents.defaults.model.primary).toBe('service/claude-sonnet-4-5');
+    expect(cfg.agents.defaults.heartbeat.every).toBe('30m');
+    expect(cfg.session.reset).toEqual({ mode: 'idle', idleMinutes: 10080 });
+    expect(cfg.gateway).toEqual({ mode: 'local', port: 18789, bind: 'loopback', auth: { mode: 'token', token: SECRETS.apiKey } });
+    expect(cfg.mcp.servers.service.headers.Authorization).toBe(`Bearer ${SECRETS.mcpToken}`);
+    expect(cfg.plugins.slots.contextEngine).toBe('lossless-claw');
+    expect(cfg.plugins.allow).toBeUndefined();
+    expect(sb.stat(CONFIG)!.mode & 0o777).toBe(0o600);
+    expect(sb.stat('var/lib/service-deploy/answers.json')!.mode & 0o777).toBe(0o600);
+
+    expect(sb.read('etc/cron.d/service-guard')).toMatch(/^\d+ \* \* \* \* root \/usr\/local\/bin\/service-guard\.sh/m);
+    expect(sb.stat('usr/local/bin/service-guard.sh')!.mode & 0o777).toBe(0o755);
+    expect(sb.read('root/.config/systemd/user/openclaw-gateway.service')).toContain('gateway --port 18789 --bind loopback');
+    expect(sb.stat('var/lib/systemd/linger/root')).toBeDefined();
+    expect(gatewayStarts(sb)).toBe(1);
+
+    // The mesh client logged in from a 0600 key file that is gone afterwards.
+    expect(fs.readFileSync(path.join(sb.state, 'ts-auth-key-used'), 'utf8').trim()).toBe(SECRETS.meshAuthKey);
+    expect(fs.readdirSync(path.join(sb.root, 'var/lib/service-deploy')).filter((f) => f.startsWith('mesh-auth-key'))).toEqual([]);
+    expect(fs.readFileSync(path.join(sb.state, 'ts-up'), 'utf8').trim()).toBe('openclaw-acme-dental-gmbh');
+  });
+
+  it('never puts a secret in a command line, the log, or a world-readable file', async () => {
+    const sb = await installed();
+    await sb.install(['--model', 'other-model', '--non-interactive', '--verbose']);
+    const argv = fs.readFileSync(sb.log, 'utf8');
+    const log = sb.read('var/log/service-deploy/install.log')!;
+    expect(log).toContain('run: '); // --verbose logged the commands it ran
+    for (const secret of Object.values(SECRETS)) {
+      expect(argv).not.toContain(secret);
+      expect(log).not.toContain(secret);
+    }
+    expect(sb.stat('var/log/service-deploy/install.log')!.mode & 0o777).toBe(0o600);
+    expect(worldReadableSecrets(sb)).toEqual([]);
+  });
+
+  it('a re-run changes nothing: no file rewritten, no restart', async () => {
+    const sb = await installed();
+    const before = snapshotFiles(sb.root);
+    const starts = gatewayStarts(sb);
+    const result = await sb.install(['--non-interactive', '--json']);
+    expect(result.exitCode, String(result.stderr)).toBe(0);
+    const out = JSON.parse(String(result.stdout));
+    expect(out.recap).toMatchObject({ changed: 0, failed: 0 });
+    const after = snapshotFiles(sb.root);
+    // Only the install log may grow.
+    for (const [file, mtime] of before) if (!file.startsWith('var/log/')) expect(after.get(file), file).toBe(mtime);
+    expect([...after.keys()].filter((f) => !before.has(f))).toEqual([]);
+    expect(gatewayStarts(sb)).toBe(starts);
+    expect(sb.calls('systemctl').some((c) => c.args.includes('restart'))).toBe(false);
+    expect(sb.calls('npm')).toEqual([]);
+    expect(sb.calls('apt-get')).toEqual([]);
+  });
+
+  it('a re-run with a new model changes only what depends on it and restarts the gateway once', async () => {
+    const sb = await installed();
+    const starts = gatewayStarts(sb);
+    const result = await sb.install(['--model', 'gpt-5.1', '--non-interactive', '--json']);
+    expect(result.exitCode, String(result.stderr)).toBe(0);
+    const changed = JSON.parse(String(result.stdout)).steps.filter((s: { status: string }) => s.status === 'changed');
+    expect(changed.map((s: { id: string }) => s.id)).toEqual(['answers', 'runtime-config', 'gateway-service']);
+    expect(config(sb).agents.defaults.model.primary).toBe('service/gpt-5.1');
+    expect(config(sb).models.providers.service.models.map((m: { id: string }) => m.id)).toEqual(['gpt-5.1']);
+    expect(gatewayStarts(sb)).toBe(starts + 1);
+    // The next run keeps the new model without being told.
+    const again = await sb.install(['--non-interactive', '--json']);
+    expect(JSON.parse(String(again.stdout)).recap.changed).toBe(0);
+  });
+
+  it('a re-run with a new MCP token updates the tool server config and restarts once', async () => {
+    const sb = await installed();
+    const starts = gatewayStarts(sb);
+    const newToken = 'mcp_tok_rotated_0123456789ab';
+    sb.mcp.token = newToken;
+    const result = await sb.install(['--non-interactive'], { SERVICE_MCP_TOKEN: newToken });
+    expect(result.exitCode, String(result.stderr)).toBe(0);
+    expect(config(sb).mcp.servers.service.headers.Authorization).toBe(`Bearer ${newToken}`);
+    expect(gatewayStarts(sb)).toBe(starts + 1);
+    expect(String(result.stdout) + String(result.stderr)).not.toContain(newToken);
+  });
+
+  it('rejects an MCP token the service does not accept, before writing the config', async () => {
+    const sb = await installed();
+    const before = sb.read(CONFIG);
+    const result = await sb.install(['--non-interactive'], { SERVICE_MCP_TOKEN: 'mcp_tok_not_known_to_service' });
+    expect(result.exitCode).toBe(1);
+    expect(result.stderr).toContain('rejected the MCP token');
+    expect(result.stderr).toContain('Settings > MCP Tokens');
+    expect(sb.read(CONFIG)).toBe(before);
+  });
+
+  it('migrates a legacy gateway.token and keeps keys the user added (JSON5 with comments)', async () => {
+    const sb = await installed();
+    fs.writeFileSync(
+      path.join(sb.root, CONFIG),
+      `// edited by hand\n{\n  gateway: { mode: 'local', token: 'old-legacy-token-value' },\n  agents: { defaults: { workspace: '/srv/agent', model: 'anthropic/claude' } },\n  models: { providers: { anthropic: { baseUrl: 'https://vendor.example/v1', apiKey: 'sk-vendor-direct-key' } } },\n  ui: { assistant: { name: 'Acme' } },\n}\n`,
+      { mode: 0o600 },
+    );
+    const result = await sb.install(['--non-interactive']);
+    expect(result.exitCode, String(result.stderr)).toBe(0);
+    const cfg = config(sb);
+    expect(cfg.gateway.token).toBeUndefined();
+    expect(cfg.gateway.auth).toEqual({ mode: 'token', token: SECRETS.apiKey });
+    expect(Object.keys(cfg.models.providers)).toEqual(['service']);
+    expect(cfg.agents.defaults.workspace).toBe('/srv/agent');
+    expect(cfg.agents.defaults.model).toEqual({ primary: 'service/claude-sonnet-4-5' });
+    expect(cfg.ui).toEqual({ assistant: { name: 'Acme' } });
+    // The candidate handed to the validator was the final file.
+    expect(JSON.parse(fs.readFileSync(path.join(sb.state, 'last-validated.json'), 'utf8'))).toEqual(cfg);
+  });
+
+  it('never replaces the config with one the runtime rejects', async () => {
+    const sb = await installed();
+    const before = sb.read(CONFIG);
+    sb.fail('openclaw', '{"valid":false,"issues":[{"path":"models","message":"bad"}]}');
+    const result = await sb.install(['--model', 'new-one', '--non-interactive']);
+    expect(result.exitCode).toBe(1);
+    expect(result.stderr).toContain('OpenClaw rejects the new config');
+    expect(sb.read(CONFIG)).toBe(before);
+    expect(fs.readdirSync(path.join(sb.root, 'root/.openclaw')).filter((f) => f.includes('candidate'))).toEqual([]);
+  });
+
+  it('--check prints the plan and writes nothing; --diff masks secrets', async () => {
+    const sb = await installed();
+    const before = snapshotFiles(sb.root);
+    const result = await sb.install(['--model', 'planned-model', '--non-interactive', '--check', '--diff']);
+    expect(result.exitCode, String(result.stderr)).toBe(0);
+    expect(result.stdout).toContain('would change  runtime-config');
+    expect(result.stdout).toMatch(/^\+\s+"id": "planned-model",$/m);
+    expect(result.stdout).toContain('****');
+    for (const secret of Object.values(SECRETS)) expect(result.stdout).not.toContain(secret);
+    expect(snapshotFiles(sb.root)).toEqual(before);
+    expect(config(sb).agents.defaults.model.primary).toBe('service/claude-sonnet-4-5');
+  });
+
+  it('says how to enable Serve when the mesh network has it off', async () => {
+    const sb = await fresh();
+    fs.writeFileSync(path.join(sb.state, 'ts-serve-disabled'), '');
+    const result = await sb.install(FIRST_INSTALL.args, FIRST_INSTALL.env);
+    expect(result.exitCode).toBe(1);
+    expect(result.stderr).toContain('did not accept Serve');
+    expect(result.stderr).toMatch(/Serve\/Funnel/);
+    expect(result.stderr).toContain('run the install again');
+  });
+
+  it('render prints the runtime config with secrets masked unless --show-secrets', async () => {
+    const sb = await installed();
+    const env = sb.env();
+    const masked = await execa(path.join(process.cwd(), 'dist/service-deploy'), ['render', 'runtime-config'], { env, extendEnv: false });
+    expect(JSON.parse(masked.stdout).gateway.auth.token).toBe('****');
+    const shown = await execa(path.join(process.cwd(), 'dist/service-deploy'), ['render', 'runtime-config', '--show-secrets'], { env, extendEnv: false, stripFinalNewline: false });
+    expect(shown.stdout).toBe(sb.read(CONFIG));
+  });
+});
+
+describe('answers', () => {
+  const bad: Array<[string, string[], Record<string, string>, RegExp]> = [
+    ['empty customer name', ['--customer-name', '  '], {}, /customer name .*empty/],
+    ['name with no usable slug', ['--customer-name', '!!! ???'], {}, /customer name needs at least one letter or digit/],
+    ['key without pkt_', [], { SERVICE_API_KEY: 'sk_live_123456789012' }, /service API key .*must start with pkt_/],
+    ['bad hostname', ['--mesh-hostname', 'Bad_Host'], {}, /mesh network hostname .*DNS label/],
+    ['empty MCP token', [], { SERVICE_MCP_TOKEN: '' }, /service MCP token .*empty/],
+    ['unknown flag', ['--api-key', 'pkt_secret_in_argv_123'], {}, /Unknown argument/],
+  ];
+  for (const [what, args, env, message] of bad) {
+    it(`refuses ${what}: names the field, exit 2, nothing written`, async () => {
+      const sb = await fresh();
+      const result = await sb.install([...FIRST_INSTALL.args, ...args], { ...FIRST_INSTALL.env, ...env });
+      expect(result.stderr).toMatch(message);
+      expect(result.exitCode).toBe(2);
+      expect(fs.readdirSync(sb.root)).toEqual(['etc']);
+      expect(sb.calls()).toEqual([]);
+    });
+  }
+
+  it('without a terminal lists every missing answer at once', async () => {
+    const sb = await fresh();
+    const result = await sb.install([]);
+    expect(result.exitCode).toBe(2);
+    for (const field of ['customer name', 'service API key', 'mesh network auth key', 'service MCP token']) {
+      expect(result.stderr).toContain(field);
+    }
+    expect(result.stderr).toContain('SERVICE_API_KEY or --api-key-file');
+    expect(fs.readdirSync(sb.root)).toEqual(['etc']);
+  });
+
+  it('reads secrets from files and plain values from an answers file', async () => {
+    const sb = await fresh();
+    const dir = fs.mkdtempSync(path.join(sb.state, 'in-'));
+    fs.writeFileSync(path.join(dir, 'key'), `${SECRETS.apiKey}\n`, { mode: 0o600 });
+    fs.writeFileSync(path.join(dir, 'answers.json'), JSON.stringify({ customerName: 'Zahnarzt Müller', meshAuthKey: SECRETS.meshAuthKey, mcpToken: SECRETS.mcpToken, modelId: 'm-1' }));
+    const result = await sb.install(['--api-key-file', path.join(dir, 'key'), '--answers', path.join(dir, 'answers.json'), '--non-interactive']);
+    expect(result.exitCode, String(result.stderr)).toBe(0);
+    expect(fs.readFileSync(path.join(sb.state, 'ts-up'), 'utf8').trim()).toBe('openclaw-zahnarzt-muller');
+    expect(config(sb).agents.defaults.model.primary).toBe('service/m-1');
+  });
+});
