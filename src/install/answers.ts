@@ -70,6 +70,7 @@ export async function resolveAnswers(inputs: AnswerInputs): Promise<Answers> {
   if (problems.length > 0) throw new UsageError(`invalid answers:\n  - ${problems.join('\n  - ')}`, 'fix the values above and run again; nothing was changed');
 
   const current = inputs.current;
+  const meshKeyOptional = current !== undefined || inputs.needMeshAuthKey === false;
   const defaults = (field: AnswerField): string | undefined => {
     if (field === 'meshAuthKey') return undefined;
     if (current) return current[field];
@@ -80,7 +81,7 @@ export async function resolveAnswers(inputs: AnswerInputs): Promise<Answers> {
 
   for (const field of ANSWER_FIELDS) {
     if (values[field] !== undefined) continue;
-    const fallback = field === 'meshHostname' && !current && !values.customerName ? undefined : defaults(field);
+    const fallback = defaults(field);
     if (inputs.prompter) {
       values[field] = await ask(inputs.prompter, field, fallback);
     } else if (fallback !== undefined) {
@@ -89,7 +90,6 @@ export async function resolveAnswers(inputs: AnswerInputs): Promise<Answers> {
   }
 
   // The mesh auth key is needed only to log the mesh client in: a re-run can do without.
-  const meshKeyOptional = current !== undefined || inputs.needMeshAuthKey === false;
   const missing = ANSWER_FIELDS.filter((f) => values[f] === undefined && !(f === 'meshAuthKey' && meshKeyOptional));
   if (missing.length > 0) {
     throw new UsageError(
@@ -108,19 +108,21 @@ export async function resolveAnswers(inputs: AnswerInputs): Promise<Answers> {
     mcpToken: values.mcpToken!,
   };
 
-  async function ask(prompter: Prompter, field: AnswerField, fallback: string | undefined): Promise<string> {
+  async function ask(prompter: Prompter, field: AnswerField, fallback: string | undefined): Promise<string | undefined> {
     const validate = (v: string) => {
       const r = validateAnswer(field, v);
       return r.ok ? true : r.message;
     };
     if (SECRET_FIELDS.has(field)) {
-      const keep = fallback !== undefined;
+      // Enter keeps the current secret; for the mesh key on a re-run, the current login.
+      const keep = fallback !== undefined || (field === 'meshAuthKey' && meshKeyOptional);
+      const note = field === 'meshAuthKey' && fallback === undefined ? 'Enter keeps the current mesh login' : 'Enter keeps the current one';
       const answer = await prompter.secret({
-        message: `${PROMPTS[field]}${keep ? ' (Enter keeps the current one)' : ''}`,
+        message: `${PROMPTS[field]}${keep ? ` (${note})` : ''}`,
         keepCurrent: keep,
         validate: (v) => (keep && v === '' ? true : validate(v)),
       });
-      if (keep && answer === '') return fallback!;
+      if (keep && answer === '') return fallback;
       return cleaned(field, answer);
     }
     return cleaned(field, await prompter.input({ message: PROMPTS[field], default: fallback, validate }));

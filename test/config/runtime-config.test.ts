@@ -1,0 +1,79 @@
+import { describe, expect, it } from 'vitest';
+import { loadComponents } from '../../src/components.js';
+import {
+  desiredRuntimeConfig,
+  parseRuntimeConfig,
+  sameConfig,
+  serializeRuntimeConfig,
+  type ManagedSettings,
+} from '../../src/config/runtime-config.js';
+import { loadProfile } from '../../src/profile.js';
+
+const profile = loadProfile({});
+const settings: ManagedSettings = {
+  answers: { apiKey: 'pkt_abcdefghijklmnop', modelId: 'model-a', mcpToken: 'mcp-token-123456' },
+  profile,
+  components: loadComponents({}),
+  channel: false,
+};
+
+describe('desiredRuntimeConfig', () => {
+  it('writes the spec 2.7 defaults on an empty config', () => {
+    const c = desiredRuntimeConfig(undefined, settings) as any;
+    expect(c.gateway).toEqual({ mode: 'local', port: 18789, bind: 'loopback', auth: { mode: 'token', token: 'pkt_abcdefghijklmnop' } });
+    expect(c.models.providers.service.models).toEqual([{ id: 'model-a', name: 'model-a', contextWindow: 200000, maxTokens: 16000 }]);
+    expect(c.models.providers.service.baseUrl).toBe(profile.aiGatewayUrl);
+    expect(c.agents.defaults.heartbeat).toEqual({ every: '30m' });
+    expect(c.session.reset).toEqual({ mode: 'idle', idleMinutes: 7 * 24 * 60 });
+    expect(c.mcp.servers.qmd).toEqual({ command: '/opt/service-deploy/node/bin/qmd', args: ['mcp'], transport: 'stdio' });
+    expect(c.plugins.entries['service-channel']).toBeUndefined();
+  });
+
+  it('is idempotent: applying it to its own output changes nothing', () => {
+    const once = desiredRuntimeConfig(undefined, { ...settings, channel: true });
+    const twice = desiredRuntimeConfig(once, { ...settings, channel: true });
+    expect(twice).toEqual(once);
+    expect(sameConfig(once, twice)).toBe(true);
+  });
+
+  it('removes other providers, fallbacks and the legacy gateway.token, keeps user keys', () => {
+    const existing = parseRuntimeConfig(`{
+      // user comment
+      gateway: { token: 'legacy', controlUi: { enabled: false } },
+      models: { mode: 'merge', providers: { openai: { baseUrl: 'https://api.vendor.example/v1', apiKey: 'sk-x' }, service: { baseUrl: 'https://evil.example' } } },
+      agents: { defaults: { model: { primary: 'openai/gpt', fallbacks: ['openai/gpt-mini'] }, workspace: '/srv/ws' } },
+      mcp: { servers: { crm2: { url: 'https://crm.example/mcp' } } },
+      plugins: { allow: ['my-plugin'], load: { paths: ['/opt/mine'] }, entries: { 'my-plugin': { enabled: true } } },
+      channels: { telegram: { enabled: true } },
+    }`);
+    const c = desiredRuntimeConfig(existing, { ...settings, channel: true }) as any;
+    expect(c.gateway.token).toBeUndefined();
+    expect(c.gateway.controlUi).toEqual({ enabled: false });
+    expect(Object.keys(c.models.providers)).toEqual(['service']);
+    expect(c.models.providers.service.baseUrl).toBe(profile.aiGatewayUrl);
+    expect(c.agents.defaults.model).toEqual({ primary: 'service/model-a' });
+    expect(c.agents.defaults.workspace).toBe('/srv/ws');
+    expect(Object.keys(c.mcp.servers).sort()).toEqual(['crm2', 'qmd', 'service']);
+    expect(c.plugins.allow).toEqual(['my-plugin', 'lossless-claw', 'service-channel']);
+    expect(c.plugins.load.paths[0]).toBe('/opt/mine');
+    expect(c.plugins.entries['my-plugin']).toEqual({ enabled: true });
+    expect(c.plugins.entries['service-channel']).toEqual({ enabled: true });
+    expect(c.channels).toEqual({ telegram: { enabled: true } });
+  });
+
+  it('does not mutate its input', () => {
+    const existing = { gateway: { token: 'x' } };
+    desiredRuntimeConfig(existing, settings);
+    expect(existing).toEqual({ gateway: { token: 'x' } });
+  });
+
+  it('serializes to JSON that parses back equal (JSON is valid JSON5)', () => {
+    const c = desiredRuntimeConfig(undefined, settings);
+    expect(parseRuntimeConfig(serializeRuntimeConfig(c))).toEqual(c);
+  });
+
+  it('rejects a config that is not an object', () => {
+    expect(() => parseRuntimeConfig('[1,2]')).toThrow(/not an object/);
+    expect(() => parseRuntimeConfig('{ bad')).toThrow();
+  });
+});
