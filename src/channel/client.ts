@@ -6,6 +6,7 @@ import { DeployError, UsageError } from '../errors.js';
 import { PathMap } from '../host/paths.js';
 import { Redactor } from '../host/redact.js';
 import { CHANNEL_PORT, LAYOUT } from '../layout.js';
+import { parseEnvFile } from './env-file.js';
 import { CHANNEL_PATH, HEADER, MAX_BODY_BYTES, SESSION_ID_PATTERN, signRequest, type ChannelResponse } from './protocol.js';
 
 /**
@@ -13,6 +14,8 @@ import { CHANNEL_PATH, HEADER, MAX_BODY_BYTES, SESSION_ID_PATTERN, signRequest, 
  * (docs/channel-protocol.md). Secrets come from the environment, files, or the
  * server's channel.env, never from argv.
  */
+
+export { parseEnvFile };
 
 export const ENV = {
   url: 'SERVICE_CHANNEL_URL',
@@ -61,21 +64,6 @@ export interface ResolvedChat {
   trust: Trust;
   /** Where token and knock came from, for --verbose. */
   source: string;
-}
-
-/** KEY=VALUE lines (optional quotes, # comments) of an env file such as channel.env. */
-export function parseEnvFile(text: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const raw of text.split('\n')) {
-    const line = raw.trim();
-    if (!line || line.startsWith('#')) continue;
-    const eq = line.indexOf('=');
-    if (eq <= 0) continue;
-    let value = line.slice(eq + 1).trim();
-    if (value.length >= 2 && (value[0] === '"' || value[0] === "'") && value.endsWith(value[0]!)) value = value.slice(1, -1);
-    out[line.slice(0, eq).trim()] = value;
-  }
-  return out;
 }
 
 /** "AA:BB:..", "aabb..", with or without a "sha256:" prefix -> 64 lowercase hex digits. */
@@ -289,7 +277,7 @@ export async function runChat(options: ChatOptions, context: ChatContext): Promi
   if (message === '-') message = (await context.readStdin()).replace(/\n$/, '');
   if (message === undefined || message.trim() === '') throw new UsageError('no message', 'pass --message TEXT (or --message - to read it from stdin)');
   if (options.session !== undefined && !SESSION_ID_PATTERN.test(options.session)) {
-    throw new UsageError(`--session ${options.session} is not a valid session id`, 'use letters, digits and _ . : - (up to 128), as returned by an earlier chat');
+    throw new UsageError(`--session ${options.session} is not a valid session id`, 'use letters, digits, _ and - (up to 128), as returned by an earlier chat');
   }
   if (options.timeout !== undefined && !(options.timeout > 0)) throw new UsageError('--timeout must be a positive number of seconds');
   const resolved = resolveChat(options, context);

@@ -30,7 +30,7 @@ export const MAX_MESSAGE_CHARS = 32_000;
 export const NONCE_PATTERN = /^[A-Za-z0-9_-]{16,128}$/;
 export const TIMESTAMP_PATTERN = /^[0-9]{1,12}$/;
 export const SIGNATURE_PATTERN = /^v1=[0-9a-f]{64}$/;
-export const SESSION_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
+export const SESSION_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
 /** Token and knock values we generate or accept from the portal: safe inside an nginx string. */
 export const SECRET_PATTERN = /^[A-Za-z0-9._~+/=-]{24,512}$/;
 

@@ -1,0 +1,328 @@
+import os from 'node:os';
+import { parseEnvFile } from '../channel/env-file.js';
+import { PRODUCTION_SITE, renderNginxSite } from '../channel/nginx.js';
+import { SECRET_PATTERN, newSecret } from '../channel/protocol.js';
+import { TLS_KEY_BITS, TLS_VALID_DAYS, certProblem, sanExtension } from '../channel/tls.js';
+import { DeployError, UsageError } from '../errors.js';
+import type { Host } from '../host/index.js';
+import type { Change, InstallContext, Plan, Step } from '../install/step.js';
+import { LAYOUT } from '../layout.js';
+import { readTemplate } from '../assets.js';
+import { meshStatus } from './mesh-client.js';
+import { planFile, writeDesired, type DesiredFile } from './lib/files.js';
+
+/**
+ * The channel endpoint (docs/channel-protocol.md), configured by the catalog deploy
+ * and `install --channel`: secrets in channel.env, the drop-in that loads them into
+ * the gateway, the service-channel plugin, the TLS certificate and the nginx site.
+ */
+
+const SKIP_REASON = 'the channel endpoint is configured only by the catalog deploy (--catalog) or install --channel';
+const skipUnlessChannel = (ctx: InstallContext) => (ctx.options.channel ? undefined : SKIP_REASON);
+
+// ---------------------------------------------------------------- channel.env
+
+export interface ChannelSecrets {
+  token: string;
+  knock: string;
+  hostname: string;
+  /** Where each secret came from, for the change summary. */
+  origin: { token: SecretOrigin; knock: SecretOrigin };
+}
+type SecretOrigin = 'portal' | 'kept' | 'generated' | 'rotated';
+
+const secretsByHost = new WeakMap<Host, Promise<ChannelSecrets>>();
+
+/**
+ * The run's token and knock, decided once per run (every channel step sees the same
+ * values, in check mode too). Precedence: the portal's values (environment) > the
+ * existing channel.env (unless --rotate-channel-secrets) > 32 new random bytes.
+ */
+export function channelSecrets(ctx: InstallContext): Promise<ChannelSecrets> {
+  let pending = secretsByHost.get(ctx.host);
+  if (!pending) {
+    pending = decideSecrets(ctx);
+    secretsByHost.set(ctx.host, pending);
+  }
+  return pending;
+}
+
+async function decideSecrets(ctx: InstallContext): Promise<ChannelSecrets> {
+  const { host } = ctx;
+  const text = await host.files.read(LAYOUT.channelEnv);
+  const current = text === undefined ? {} : parseEnvFile(text);
+  const pick = (name: 'SERVICE_CHANNEL_TOKEN' | 'SERVICE_CHANNEL_KNOCK'): [string, SecretOrigin] => {
+    const given = host.env[name]?.trim();
+    if (given) {
+      if (!SECRET_PATTERN.test(given)) {
+        throw new UsageError(`${name} from the environment is not a usable secret`, `give 24-512 characters of A-Z a-z 0-9 . _ ~ + / = - (or leave it unset to generate one)`);
+      }
+      return [given, 'portal'];
+    }
+    const existing = current[name];
+    if (existing && SECRET_PATTERN.test(existing) && !ctx.options.rotateChannelSecrets) return [existing, 'kept'];
+    return [newSecret(), existing ? 'rotated' : 'generated'];
+  };
+  const [token, tokenOrigin] = pick('SERVICE_CHANNEL_TOKEN');
+  const [knock, knockOrigin] = pick('SERVICE_CHANNEL_KNOCK');
+  host.redactor.add(token, knock);
+  return { token, knock, hostname: ctx.answers.meshHostname, origin: { token: tokenOrigin, knock: knockOrigin } };
+}
+
+export function channelEnvContent(secrets: Pick<ChannelSecrets, 'token' | 'knock' | 'hostname'>): string {
+  return [
+    '# Managed by service-deploy: the channel endpoint (docs/channel-protocol.md). Root only.',
+    '# Loaded into the gateway by its drop-in service-env.conf; nginx holds the knock too.',
+    `SERVICE_CHANNEL_TOKEN=${secrets.token}`,
+    `SERVICE_CHANNEL_KNOCK=${secrets.knock}`,
+    `SERVICE_TS_HOSTNAME=${secrets.hostname}`,
+    '',
+  ].join('\n');
+}
+
+async function desiredChannelEnv(ctx: InstallContext): Promise<DesiredFile> {
+  return { path: LAYOUT.channelEnv, content: channelEnvContent(await channelSecrets(ctx)), mode: 0o600 };
+}
+
+export const channelEnvStep: Step = {
+  id: 'channel-env',
+  title: 'Channel secrets (channel.env)',
+  skip: skipUnlessChannel,
+  async check(ctx) {
+    const desired = await desiredChannelEnv(ctx);
+    const change = await planFile(ctx.host, desired);
+    if (!change) return { changes: [] };
+    const { origin } = await channelSecrets(ctx);
+    change.summary += ` (token ${origin.token}, knock ${origin.knock})`;
+    // nginx holds the knock: a new knock means a new site, which its own step handles.
+    return { changes: [change], notify: ['gateway-restart'], data: desired };
+  },
+  async apply(ctx, plan) {
+    if (!(await ctx.host.files.exists(LAYOUT.runtimeDir))) await ctx.host.files.ensureDir(LAYOUT.runtimeDir, 0o700);
+    await writeDesired(ctx.host, plan.data as DesiredFile);
+  },
+  async verify(ctx) {
+    const info = await ctx.host.files.stat(LAYOUT.channelEnv);
+    if (info?.mode !== 0o600) throw new DeployError(`${LAYOUT.channelEnv} is not mode 0600 after writing it`);
+  },
+};
+
+// ---------------------------------------------------------------- drop-in
+
+export function channelDropInContent(): string {
+  return [
+    '# Managed by service-deploy: loads the channel endpoint settings into the gateway',
+    '# (spec 2.6). Without them the service-channel plugin answers 503 "misconfigured".',
+    '# "-": a missing file must not keep the agent itself from starting.',
+    '[Service]',
+    `EnvironmentFile=-${LAYOUT.channelEnv}`,
+    '',
+  ].join('\n');
+}
+
+export const channelDropInStep: Step = {
+  id: 'channel-drop-in',
+  title: 'Gateway drop-in loading channel.env (service-env.conf)',
+  skip: skipUnlessChannel,
+  async check({ host }) {
+    const desired: DesiredFile = { path: LAYOUT.channelDropIn, content: channelDropInContent(), mode: 0o644 };
+    const change = await planFile(host, desired);
+    return change ? { changes: [change], notify: ['gateway-reload-units', 'gateway-restart'], data: desired } : { changes: [] };
+  },
+  async apply({ host }, plan) {
+    await host.files.ensureDir(LAYOUT.gatewayDropInDir, 0o755);
+    await writeDesired(host, plan.data as DesiredFile);
+  },
+};
+
+// ---------------------------------------------------------------- plugin
+
+/** Plugin file name on the server -> template name (templates/ is flat). */
+export const PLUGIN_FILES: Record<string, string> = {
+  'openclaw.plugin.json': 'service-channel.openclaw.plugin.json',
+  'package.json': 'service-channel.package.json',
+  'index.js': 'service-channel.index.js',
+  'protocol.js': 'service-channel.protocol.js',
+  'nonce-store.js': 'service-channel.nonce-store.js',
+};
+
+export function pluginFiles(): DesiredFile[] {
+  return Object.entries(PLUGIN_FILES).map(([name, template]) => ({
+    path: `${LAYOUT.channelPluginDir}/${name}`,
+    content: readTemplate(template),
+    mode: 0o644,
+  }));
+}
+
+export const channelPluginStep: Step = {
+  id: 'channel-plugin',
+  title: 'OpenClaw plugin service-channel',
+  skip: skipUnlessChannel,
+  async check({ host }) {
+    const files = pluginFiles();
+    const changes = (await Promise.all(files.map((f) => planFile(host, f)))).filter((c): c is Change => c !== undefined);
+    return changes.length === 0 ? { changes } : { changes, notify: ['gateway-restart'], data: files };
+  },
+  async apply({ host }, plan) {
+    await host.files.ensureDir(LAYOUT.channelPluginDir, 0o755);
+    for (const file of plan.data as DesiredFile[]) await writeDesired(host, file);
+  },
+};
+
+// ---------------------------------------------------------------- TLS
+
+/** Names the certificate must carry: mesh hostname (+ full mesh name), localhost and the server's addresses. */
+export async function wantedSans(ctx: InstallContext): Promise<string[]> {
+  const dns = new Set<string>([ctx.answers.meshHostname, 'localhost']);
+  const ips = new Set<string>(['127.0.0.1', '::1']);
+  const mesh = await meshStatus(ctx.host);
+  if (mesh.dnsName) dns.add(mesh.dnsName.toLowerCase());
+  if (mesh.installed) {
+    const result = await ctx.host.exec.run('tailscale', ['ip'], { allowFailure: true });
+    if (result.exitCode === 0) for (const ip of result.stdout.split(/\s+/)) if (ip) ips.add(ip);
+  }
+  for (const [name, addresses] of Object.entries(os.networkInterfaces())) {
+    if (/^(docker|br-|veth|virbr|cni|flannel|cali)/.test(name)) continue;
+    for (const a of addresses ?? []) {
+      if (a.internal || (a.family === 'IPv6' && /^fe80:/i.test(a.address))) continue;
+      ips.add(a.address);
+    }
+  }
+  return [...[...dns].sort().map((d) => `DNS:${d}`), ...[...ips].sort().map((ip) => `IP:${ip}`)];
+}
+
+interface TlsPlan {
+  sans: string[];
+}
+
+export const channelTlsStep: Step = {
+  id: 'channel-tls',
+  title: `Channel TLS certificate (self-signed RSA ${TLS_KEY_BITS}, 10 years)`,
+  skip: skipUnlessChannel,
+  async check(ctx) {
+    const { host } = ctx;
+    const sans = await wantedSans(ctx);
+    const [cert, key] = await Promise.all([host.files.read(LAYOUT.tlsCert), host.files.read(LAYOUT.tlsKey)]);
+    const problem = certProblem(cert, key, sans, host.now());
+    const changes: Change[] = [];
+    if (problem) changes.push({ target: LAYOUT.tlsCert, summary: `new certificate: ${problem}` });
+    else {
+      const keyInfo = await host.files.stat(LAYOUT.tlsKey);
+      if (keyInfo?.mode !== 0o600) changes.push({ target: LAYOUT.tlsKey, summary: `${LAYOUT.tlsKey}: mode -> 0600` });
+    }
+    return changes.length === 0 ? { changes } : { changes, notify: ['nginx-reload'], data: { sans, regenerate: Boolean(problem) } };
+  },
+  async apply(ctx, plan) {
+    const { host } = ctx;
+    const data = plan.data as TlsPlan & { regenerate: boolean };
+    await host.files.ensureDir(LAYOUT.tlsDir, 0o755);
+    if (!data.regenerate) {
+      await host.files.chmod(LAYOUT.tlsKey, 0o600);
+      return;
+    }
+    ctx.progress(`openssl: RSA ${TLS_KEY_BITS} key and certificate`);
+    const work = `${LAYOUT.tlsDir}/.new-${process.pid}`;
+    await host.files.remove(work);
+    await host.files.ensureDir(work, 0o700);
+    try {
+      await host.exec.run('openssl', [
+        'req', '-x509', '-newkey', `rsa:${TLS_KEY_BITS}`, '-nodes', '-sha256', '-days', String(TLS_VALID_DAYS),
+        '-subj', `/CN=${ctx.answers.meshHostname}`,
+        '-addext', sanExtension(data.sans),
+        '-addext', 'extendedKeyUsage=serverAuth',
+        '-keyout', host.paths.real(`${work}/channel.key`), '-out', host.paths.real(`${work}/channel.crt`),
+      ], { timeoutMs: 300_000 });
+      const key = await host.files.readBytes(`${work}/channel.key`);
+      const cert = await host.files.read(`${work}/channel.crt`);
+      if (!key || !cert) throw new DeployError('openssl did not write the key and certificate');
+      // Key first: a reader never sees a certificate whose key is not there yet.
+      await host.files.write(LAYOUT.tlsKey, key, { mode: 0o600 });
+      await host.files.write(LAYOUT.tlsCert, cert, { mode: 0o644 });
+    } finally {
+      await host.files.remove(work);
+    }
+  },
+  async verify(ctx) {
+    const { host } = ctx;
+    const [cert, key] = await Promise.all([host.files.read(LAYOUT.tlsCert), host.files.read(LAYOUT.tlsKey)]);
+    const problem = certProblem(cert, key, await wantedSans(ctx), host.now());
+    if (problem) throw new DeployError(`the channel certificate is not right after making it: ${problem}`);
+  },
+};
+
+// ---------------------------------------------------------------- nginx
+
+export async function desiredNginxSite(ctx: InstallContext): Promise<DesiredFile> {
+  const { knock } = await channelSecrets(ctx);
+  // Holds the knock: root-only. nginx's master process reads it as root.
+  return { path: LAYOUT.nginxSite, content: renderNginxSite({ ...PRODUCTION_SITE, knock }), mode: 0o600 };
+}
+
+async function nginxTest(host: Host): Promise<{ ok: boolean; output: string }> {
+  const result = await host.exec.run('nginx', ['-t'], { allowFailure: true, timeoutMs: 60_000 });
+  const output = host.redactor.redact(`${result.stdout}${result.stderr}`.trim());
+  return { ok: result.exitCode === 0 && /test is successful/.test(output), output };
+}
+
+async function reloadNginx(host: Host): Promise<void> {
+  if (await host.services.isActive('system', 'nginx')) await host.services.reload('system', 'nginx');
+  else await host.services.enableNow('system', 'nginx');
+}
+
+/** Puts the previous site back (or removes ours when there was none). */
+async function restoreSite(host: Host, previous: { content?: string; mode?: number }): Promise<void> {
+  if (previous.content === undefined) await host.files.remove(LAYOUT.nginxSite);
+  else await host.files.write(LAYOUT.nginxSite, previous.content, { mode: previous.mode ?? 0o600 });
+}
+
+/**
+ * The nginx site. The candidate goes in place only together with a successful
+ * `nginx -t`; on failure the previous site is put back before anything reloads, so
+ * nginx is never left with a broken configuration.
+ */
+export const nginxSiteStep: Step = {
+  id: 'channel-nginx',
+  title: 'nginx site for the channel endpoint (port 18790)',
+  skip: skipUnlessChannel,
+  async check(ctx) {
+    const desired = await desiredNginxSite(ctx);
+    const change = await planFile(ctx.host, desired);
+    if (change) return { changes: [change], notify: ['nginx-reload'], data: desired };
+    // Unchanged site, but a new certificate (earlier step) needs a reload too.
+    if (ctx.notified.has('nginx-reload')) {
+      return { changes: [{ target: 'nginx', summary: 'reload nginx (new certificate)' }], data: undefined };
+    }
+    return { changes: [] };
+  },
+  async apply(ctx, plan: Plan) {
+    const { host } = ctx;
+    const desired = plan.data as DesiredFile | undefined;
+    if (desired) {
+      const previous = { content: await host.files.read(LAYOUT.nginxSite), mode: (await host.files.stat(LAYOUT.nginxSite))?.mode };
+      await writeDesired(host, desired);
+      const test = await nginxTest(host);
+      if (!test.ok) {
+        await restoreSite(host, previous);
+        throw new DeployError(`nginx rejects the new channel site; the previous one was put back:\n${test.output}`, 'nothing was reloaded; report this with the output of `service-deploy render nginx`');
+      }
+      try {
+        await reloadNginx(host);
+      } catch (error) {
+        await restoreSite(host, previous);
+        if ((await nginxTest(host)).ok) await reloadNginx(host).catch(() => undefined);
+        throw new DeployError(`nginx did not reload with the new channel site; the previous one was put back: ${(error as Error).message}`, 'check `systemctl status nginx` and `journalctl -u nginx`');
+      }
+      return;
+    }
+    const test = await nginxTest(host);
+    if (!test.ok) throw new DeployError(`nginx -t fails, not reloading:\n${test.output}`, 'fix the nginx configuration (`nginx -t` shows where), then run again');
+    await reloadNginx(host);
+  },
+  async verify({ host }) {
+    const test = await nginxTest(host);
+    if (!test.ok) throw new DeployError(`nginx -t fails after the change:\n${test.output}`);
+  },
+};
+
+/** In pipeline order; insert before the gateway service step. */
+export const channelSteps: Step[] = [channelEnvStep, channelPluginStep, channelDropInStep, channelTlsStep, nginxSiteStep];
