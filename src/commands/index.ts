@@ -5,13 +5,19 @@ import { renderCommand } from './render.js';
 import { restoreCommand } from './restore.js';
 import { partnerCommand } from './partner.js';
 import { chatCommand } from './chat.js';
-import { doctorCommand, guardCommand, statusCommand } from './stubs.js';
+import { devicesCommand } from './devices.js';
+import { doctorCommand } from './doctor.js';
+import { gatewayCommand } from './gateway.js';
+import { guardCommand } from './guard.js';
+import { statusCommand } from './stubs.js';
 
 /** The static command registry (no commandDir: it scans the disk, which a single binary does not have). */
 export const commands: CommandModule<any, any>[] = [
   installCommand,
   doctorCommand,
   guardCommand,
+  gatewayCommand,
+  devicesCommand,
   statusCommand,
   chatCommand,
   partnerCommand,

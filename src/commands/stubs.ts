@@ -11,5 +11,3 @@ function stub(command: string, describe: string, issue: string): CommandModule {
 }
 
 export const statusCommand = stub('status', 'Show what is deployed on this server (components, versions, services)', 'the operations issue');
-export const doctorCommand = stub('doctor', 'Diagnose a deployed server, with the fix for each problem (--fix applies the safe ones)', 'the operations issue');
-export const guardCommand = stub('guard', "Enforce the gateway routing (run hourly by cron): only the service's AI gateway", 'the operations issue');

@@ -1,0 +1,28 @@
+import type { Argv, CommandModule } from 'yargs';
+import { withGlobals, type GlobalOptions } from './shared.js';
+
+export interface DevicesArgs extends GlobalOptions {
+  id?: string;
+}
+
+export const devicesCommand: CommandModule<object, GlobalOptions> = {
+  command: 'devices',
+  describe: 'Device pairing for the gateway UI: list | approve <id>',
+  builder: (y) =>
+    withGlobals(y)
+      .command<DevicesArgs>({
+        command: 'list',
+        describe: 'List pending device approvals (and paired devices)',
+        handler: async (argv) => (await import('../ops/devices.js')).listDevices({ json: Boolean(argv.json), verbose: Boolean(argv.verbose) }),
+      })
+      .command<DevicesArgs>({
+        command: 'approve <id>',
+        describe: 'Approve a pending device by its request id (from `devices list`)',
+        builder: (a) => a.positional('id', { type: 'string', demandOption: true }) as Argv<DevicesArgs>,
+        handler: async (argv) => (await import('../ops/devices.js')).approveDevice(String(argv.id), { json: Boolean(argv.json), verbose: Boolean(argv.verbose) }),
+      })
+      .demandCommand(1, 'give a subcommand: list or approve <id>')
+      .example('$0 devices list', 'Pending approvals with their request ids')
+      .example('$0 devices approve 3f2a...', 'Approve one device') as Argv<GlobalOptions>,
+  handler: () => {},
+};

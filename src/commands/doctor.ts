@@ -1,0 +1,39 @@
+import type { Argv, CommandModule } from 'yargs';
+import { withGlobals, type GlobalOptions } from './shared.js';
+
+export interface DoctorArgs extends GlobalOptions {
+  fix?: boolean;
+  listChecks?: boolean;
+  checks?: string[];
+}
+
+export const doctorCommand: CommandModule<object, DoctorArgs> = {
+  command: 'doctor [checks..]',
+  describe: 'Diagnose this server: one line per check with the fix in words (--fix applies the safe ones)',
+  builder: (y) =>
+    withGlobals(y)
+      .positional('checks', { type: 'string', array: true, describe: 'Run only these checks (see --list-checks)' })
+      .option('fix', { type: 'boolean', describe: 'Apply the safe fixes (guard, drop-in + restart, nginx site, cron), then check again' })
+      .option('list-checks', { type: 'boolean', describe: 'List the checks in order and exit' })
+      .example('$0 doctor', 'Check everything; exit 1 if any check fails')
+      .example('$0 doctor --fix', 'Repair what can be repaired safely, then re-check')
+      .example('$0 doctor channel-drop-in nginx --json', 'Only these checks, as JSON (schema: docs/operations.md)') as Argv<DoctorArgs>,
+  handler: async (argv) => {
+    const [{ createHost }, { runDoctor, formatReport, selectChecks }, { printJson, printLine }] = await Promise.all([
+      import('../host/index.js'),
+      import('../doctor/run.js'),
+      import('../output.js'),
+    ]);
+    if (argv.listChecks) {
+      const checks = selectChecks(argv.checks ?? []);
+      if (argv.json) return printJson(checks.map((c) => ({ id: c.id, title: c.title })));
+      for (const c of checks) printLine(`${c.id.padEnd(18)} ${c.title}`);
+      return;
+    }
+    const host = createHost({ verbose: argv.verbose, quiet: argv.json });
+    const result = await runDoctor(host, { names: argv.checks ?? [], fix: Boolean(argv.fix) });
+    if (argv.json) printJson(result);
+    else for (const line of formatReport(result)) printLine(line);
+    if (!result.ok) process.exitCode = 1;
+  },
+};

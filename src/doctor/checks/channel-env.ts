@@ -1,0 +1,34 @@
+import { LAYOUT } from '../../layout.js';
+import { octal } from '../../steps/lib/files.js';
+import { fail, pass, skip, type Check } from '../types.js';
+
+export const CHANNEL_VARIABLES = ['SERVICE_CHANNEL_TOKEN', 'SERVICE_CHANNEL_KNOCK', 'SERVICE_TS_HOSTNAME'] as const;
+export const NOT_CONFIGURED = 'no channel endpoint on this server (only the catalog deploy or install --channel configures it)';
+const REINSTALL = 'service-deploy install --channel';
+
+export const channelEnvCheck: Check = {
+  id: 'channel-env',
+  title: 'channel.env present, 0600, three variables',
+  async run(ctx) {
+    if (!(await ctx.channelConfigured())) return skip(NOT_CONFIGURED);
+    const env = await ctx.channelEnv();
+    if (!env) {
+      return fail(`${LAYOUT.channelEnv} is missing: every chat call fails with 503 "misconfigured"`, 're-run the catalog deploy from the portal, or the install with --channel (new secrets: give the portal the new token and knock)', { commands: [REINSTALL] });
+    }
+    const missing = CHANNEL_VARIABLES.filter((name) => !env[name]);
+    if (missing.length > 0) {
+      return fail(`${LAYOUT.channelEnv} lacks ${missing.join(', ')}: every chat call fails with 503 "misconfigured"`, 're-run the catalog deploy from the portal, or the install with --channel', { commands: [REINSTALL] });
+    }
+    const info = await ctx.host.files.stat(LAYOUT.channelEnv);
+    if (info && info.mode !== 0o600) {
+      return fail(`${LAYOUT.channelEnv} is mode ${octal(info.mode)}: the channel token and knock are readable by other users`, 'make it root-only (0600); the guard does this too', {
+        commands: [`chmod 600 ${LAYOUT.channelEnv}`],
+        action: 'guard',
+      });
+    }
+    if (info && process.getuid?.() === 0 && info.uid !== 0) {
+      return fail(`${LAYOUT.channelEnv} is owned by uid ${info.uid}, not root`, 'give it back to root', { commands: [`chown root:root ${LAYOUT.channelEnv}`] });
+    }
+    return pass(`0600, ${CHANNEL_VARIABLES.join(', ')} set`);
+  },
+};

@@ -1,0 +1,68 @@
+import { LAYOUT } from '../../layout.js';
+import { guardCron, guardScript } from '../../steps/guard.js';
+import { planFile } from '../../steps/lib/files.js';
+import type { Host } from '../../host/index.js';
+import { fail, pass, warn, type Check } from '../types.js';
+
+/** The guard runs hourly: older than this and a run was missed. */
+const STALE_MS = 2 * 3600_000;
+
+export interface GuardRun {
+  at: Date;
+  message: string;
+}
+
+/** The guard's last line in the journal (`journalctl -t service-guard`), if any. */
+export async function lastGuardRun(host: Host): Promise<GuardRun | undefined> {
+  const result = await host.exec.run('journalctl', ['-t', 'service-guard', '-n', '1', '-o', 'json', '--no-pager', '-q'], { allowFailure: true, timeoutMs: 10_000 });
+  const line = result.stdout.trim().split('\n').pop();
+  if (result.exitCode !== 0 || !line) return undefined;
+  try {
+    const entry = JSON.parse(line) as { __REALTIME_TIMESTAMP?: string; MESSAGE?: string };
+    const micros = Number(entry.__REALTIME_TIMESTAMP);
+    if (!Number.isFinite(micros)) return undefined;
+    return { at: new Date(micros / 1000), message: typeof entry.MESSAGE === 'string' ? entry.MESSAGE : '' };
+  } catch {
+    return undefined;
+  }
+}
+
+export const guardCronCheck: Check = {
+  id: 'guard-cron',
+  title: 'Gateway enforcer cron present, last run',
+  async run(ctx) {
+    const { host } = ctx;
+    const answers = await ctx.answers();
+    if (!answers) return fail(`no stored answers (${LAYOUT.answersFile})`, 'run `service-deploy install`', { commands: ['service-deploy install'] });
+    const [cron, script, binary, last, cronInfo] = await Promise.all([
+      planFile(host, guardCron(answers.meshHostname)),
+      planFile(host, guardScript()),
+      host.files.stat(LAYOUT.binary),
+      lastGuardRun(host),
+      host.files.stat(LAYOUT.guardCron),
+    ]);
+    const wrong = [cron, script].filter((c) => c !== undefined).map((c) => c!.summary);
+    if (wrong.length > 0) {
+      return fail(`the hourly enforcer is not in place (${wrong.join('; ')}): nothing restores the routing if it is changed`, 'write the guard script and its cron entry again', {
+        commands: ['service-deploy doctor --fix'],
+        action: 'cron',
+      });
+    }
+    if (!binary) return fail(`${LAYOUT.binary} is missing: the guard script has nothing to run`, 'run the install again (it copies this binary there)', { commands: ['service-deploy install'] });
+    const now = host.now().getTime();
+    if (!last) {
+      const age = cronInfo ? now - cronInfo.mtimeMs : 0;
+      if (age > STALE_MS) return warn('the guard has never logged a run although its cron entry is older than 2 hours', 'check that cron runs (systemctl status cron) and run the guard once by hand', { commands: ['systemctl status cron', 'bash /usr/local/bin/service-guard.sh'] });
+      return pass('cron entry in place; no run logged yet (it runs hourly)');
+    }
+    const ago = Math.round((now - last.at.getTime()) / 60_000);
+    const when = `${ago} min ago`;
+    if (last.message.startsWith('failed')) {
+      return fail(`the guard's last run (${when}) failed: ${host.redactor.redact(last.message)}`, 'run it by hand to see the error, and fix what it names', { commands: ['bash /usr/local/bin/service-guard.sh', 'journalctl -t service-guard -n 20'] });
+    }
+    if (now - last.at.getTime() > STALE_MS) {
+      return warn(`the guard last ran ${when} (hourly expected)`, 'check that cron runs (systemctl status cron) and the guard works by hand', { commands: ['systemctl status cron', 'bash /usr/local/bin/service-guard.sh'] });
+    }
+    return pass(`last run ${when}: ${host.redactor.redact(last.message)}`);
+  },
+};

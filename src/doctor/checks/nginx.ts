@@ -1,0 +1,38 @@
+import { CHANNEL_PORT, LAYOUT } from '../../layout.js';
+import { NOT_CONFIGURED } from './channel-env.js';
+import { fail, pass, skip, type Check } from '../types.js';
+
+export const nginxCheck: Check = {
+  id: 'nginx',
+  title: `nginx config valid and listening on ${CHANNEL_PORT}`,
+  async run(ctx) {
+    const { host } = ctx;
+    if (!(await ctx.channelConfigured())) return skip(NOT_CONFIGURED);
+    if (!(await host.files.exists(LAYOUT.nginxSite))) {
+      return fail(`${LAYOUT.nginxSite} is missing: the channel endpoint is not served`, 'write the site again from channel.env and restart nginx', {
+        commands: ['service-deploy doctor --fix'],
+        action: 'nginx-site',
+      });
+    }
+    const [test, listeners] = await Promise.all([
+      host.exec.run('nginx', ['-t'], { allowFailure: true, timeoutMs: 60_000 }),
+      ctx.listeners(),
+    ]);
+    const output = host.redactor.redact(`${test.stdout}${test.stderr}`.trim());
+    if (test.exitCode !== 0) {
+      const emerg = output.split('\n').filter((l) => /\[(emerg|alert|crit|error)\]/.test(l)).join(' ') || output.split('\n').slice(-3).join(' ');
+      return fail(`nginx -t fails: ${emerg}`, 'write our site again from channel.env, check it with nginx -t and restart nginx', {
+        commands: ['service-deploy doctor --fix', 'nginx -t', 'systemctl restart nginx'],
+        action: 'nginx-site',
+      });
+    }
+    const listening = listeners.filter((l) => l.port === CHANNEL_PORT);
+    if (listening.length === 0) {
+      return fail(`nothing listens on port ${CHANNEL_PORT}: the portal cannot reach the channel endpoint`, 'restart nginx (its config tests fine); if it stays down see `journalctl -u nginx`', {
+        commands: ['systemctl restart nginx'],
+        action: 'nginx-restart',
+      });
+    }
+    return pass(`nginx -t ok; ${listening.map((l) => `${l.address}:${l.port}${l.process ? ` (${l.process})` : ''}`).join(', ')}`);
+  },
+};

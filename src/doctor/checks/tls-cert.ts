@@ -1,0 +1,39 @@
+import { X509Certificate } from 'node:crypto';
+import { LAYOUT } from '../../layout.js';
+import { TLS_KEY_BITS, TLS_RENEW_BEFORE_DAYS } from '../../channel/tls.js';
+import { octal } from '../../steps/lib/files.js';
+import { NOT_CONFIGURED } from './channel-env.js';
+import { fail, pass, skip, warn, type Check } from '../types.js';
+
+const DAY_MS = 86_400_000;
+const RENEW = 'service-deploy install --channel';
+const RENEW_FIX = 're-run the install with --channel: it makes a new self-signed certificate (the portal must then trust the new one)';
+
+export const tlsCertCheck: Check = {
+  id: 'tls-cert',
+  title: 'Channel TLS certificate valid',
+  async run(ctx) {
+    const { host } = ctx;
+    if (!(await ctx.channelConfigured())) return skip(NOT_CONFIGURED);
+    const [pem, keyInfo] = await Promise.all([host.files.read(LAYOUT.tlsCert), host.files.stat(LAYOUT.tlsKey)]);
+    if (pem === undefined) return fail(`${LAYOUT.tlsCert} is missing: nginx cannot serve the channel`, RENEW_FIX, { commands: [RENEW] });
+    if (!keyInfo) return fail(`${LAYOUT.tlsKey} is missing: nginx cannot serve the channel`, RENEW_FIX, { commands: [RENEW] });
+    let cert: X509Certificate;
+    try {
+      cert = new X509Certificate(pem);
+    } catch {
+      return fail(`${LAYOUT.tlsCert} is not a readable PEM certificate`, RENEW_FIX, { commands: [RENEW] });
+    }
+    const now = host.now().getTime();
+    const daysLeft = Math.floor((new Date(cert.validTo).getTime() - now) / DAY_MS);
+    if (new Date(cert.validFrom).getTime() > now) return fail(`the certificate is not valid before ${cert.validFrom} (check the server clock)`, 'fix the clock (timedatectl), or make a new certificate', { commands: ['timedatectl', RENEW] });
+    if (daysLeft < 0) return fail(`the certificate expired ${cert.validTo}: the portal's calls fail TLS`, RENEW_FIX, { commands: [RENEW] });
+    if (keyInfo.mode !== 0o600) return fail(`${LAYOUT.tlsKey} is mode ${octal(keyInfo.mode)}: the private key is readable by other users`, 'make it root-only', { commands: [`chmod 600 ${LAYOUT.tlsKey}`] });
+    const bits = cert.publicKey.asymmetricKeyDetails?.modulusLength;
+    if (cert.publicKey.asymmetricKeyType !== 'rsa' || bits !== TLS_KEY_BITS) {
+      return warn(`the certificate key is ${cert.publicKey.asymmetricKeyType} ${bits ?? '?'}, the spec asks for RSA ${TLS_KEY_BITS}`, RENEW_FIX, { commands: [RENEW] });
+    }
+    if (daysLeft < TLS_RENEW_BEFORE_DAYS) return warn(`the certificate expires in ${daysLeft} days (${cert.validTo})`, RENEW_FIX, { commands: [RENEW] });
+    return pass(`RSA ${bits}, valid until ${cert.validTo} (${daysLeft} days)`);
+  },
+};

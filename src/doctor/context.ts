@@ -1,0 +1,137 @@
+import { parseEnvFile } from '../channel/env-file.js';
+import { loadComponents, type Components } from '../components.js';
+import type { StoredAnswers } from '../config/answers.js';
+import { parseRuntimeConfig, type RuntimeConfig } from '../config/runtime-config.js';
+import type { Host } from '../host/index.js';
+import { LAYOUT } from '../layout.js';
+import { loadProfile, type ServiceProfile } from '../profile.js';
+import { readStoredAnswers } from '../steps/answers-state.js';
+import { meshStatus, type MeshStatus } from '../steps/mesh-client.js';
+
+export interface Listener {
+  address: string;
+  port: number;
+  process?: string;
+}
+
+export interface ConfigRead {
+  config?: RuntimeConfig;
+  /** Why the file could not be read (missing, not JSON5). */
+  problem?: string;
+}
+
+/**
+ * What the checks share. Facts several checks need (the config, the gateway's pid,
+ * listening sockets, the mesh status) are read once, on first use, and shared by
+ * the checks running in parallel; `refresh()` forgets them for the re-check after --fix.
+ */
+export class DoctorContext {
+  readonly profile: ServiceProfile;
+  readonly components: Components;
+  private cache = new Map<string, Promise<unknown>>();
+  /** Set by fix actions so a later action does not restart the gateway twice. */
+  gatewayRestarted = false;
+
+  constructor(readonly host: Host) {
+    this.profile = loadProfile(host.env);
+    this.components = loadComponents(host.env);
+  }
+
+  refresh(): void {
+    this.cache.clear();
+  }
+
+  private once<T>(key: string, load: () => Promise<T>): Promise<T> {
+    let hit = this.cache.get(key) as Promise<T> | undefined;
+    if (!hit) {
+      hit = load();
+      this.cache.set(key, hit);
+    }
+    return hit;
+  }
+
+  answers(): Promise<StoredAnswers | undefined> {
+    return this.once('answers', async () => {
+      const answers = await readStoredAnswers(this.host);
+      if (answers) this.host.redactor.add(answers.apiKey, answers.mcpToken);
+      return answers;
+    });
+  }
+
+  runtimeConfig(): Promise<ConfigRead> {
+    return this.once('config', async () => {
+      const text = await this.host.files.read(LAYOUT.runtimeConfig);
+      if (text === undefined) return { problem: `${LAYOUT.runtimeConfig} is missing` };
+      try {
+        return { config: parseRuntimeConfig(text) };
+      } catch (error) {
+        return { problem: `${LAYOUT.runtimeConfig} is not valid JSON5: ${(error as Error).message}` };
+      }
+    });
+  }
+
+  gatewayActive(): Promise<boolean> {
+    return this.once('gateway-active', () => this.host.services.isActive('user', LAYOUT.gatewayUnit));
+  }
+
+  gatewayPid(): Promise<number | undefined> {
+    return this.once('gateway-pid', () => this.host.services.mainPid('user', LAYOUT.gatewayUnit));
+  }
+
+  /** channel.env as KEY -> value (secrets registered with the redactor), or undefined when absent. */
+  channelEnv(): Promise<Record<string, string> | undefined> {
+    return this.once('channel-env', async () => {
+      const text = await this.host.files.read(LAYOUT.channelEnv);
+      if (text === undefined) return undefined;
+      const env = parseEnvFile(text);
+      this.host.redactor.add(env.SERVICE_CHANNEL_TOKEN, env.SERVICE_CHANNEL_KNOCK);
+      return env;
+    });
+  }
+
+  /**
+   * Whether this server has the channel endpoint: channel.env, the nginx site, or the
+   * service-channel plugin enabled in the config. Channel checks skip otherwise.
+   */
+  channelConfigured(): Promise<boolean> {
+    return this.once('channel', async () => {
+      if ((await this.channelEnv()) !== undefined) return true;
+      if (await this.host.files.exists(LAYOUT.nginxSite)) return true;
+      const { config } = await this.runtimeConfig();
+      const entry = (config as any)?.plugins?.entries?.['service-channel'];
+      return Boolean(entry && entry.enabled !== false);
+    });
+  }
+
+  /** TCP listeners (`ss -Hltnp`), parsed. */
+  listeners(): Promise<Listener[]> {
+    return this.once('listeners', async () => {
+      const result = await this.host.exec.run('ss', ['-Hltnp'], { allowFailure: true, timeoutMs: 10_000 });
+      return parseListeners(result.stdout);
+    });
+  }
+
+  mesh(): Promise<MeshStatus> {
+    return this.once('mesh', () => meshStatus(this.host));
+  }
+}
+
+/** `ss -Hltnp` lines: "LISTEN 0 511 127.0.0.1:18789 0.0.0.0:* users:(("node",pid=1,fd=3))". */
+export function parseListeners(text: string): Listener[] {
+  const out: Listener[] = [];
+  for (const line of text.split('\n')) {
+    const fields = line.trim().split(/\s+/);
+    if (fields.length < 4) continue;
+    const local = fields[3]!;
+    const colon = local.lastIndexOf(':');
+    const port = Number(local.slice(colon + 1));
+    if (colon < 0 || !Number.isInteger(port)) continue;
+    const address = local.slice(0, colon).replace(/^\[|\]$/g, '').replace(/%.*$/, '');
+    out.push({ address, port, process: /users:\(\("([^"]+)"/.exec(line)?.[1] });
+  }
+  return out;
+}
+
+export function isLoopbackAddress(address: string): boolean {
+  return /^127\./.test(address) || address === '::1' || address === 'localhost' || address === '::ffff:127.0.0.1';
+}

@@ -1,0 +1,43 @@
+import type { Check } from './types.js';
+import { agentRuntimeCheck } from './checks/agent-runtime.js';
+import { channelDropInCheck } from './checks/channel-drop-in.js';
+import { channelEnvCheck } from './checks/channel-env.js';
+import { configValidCheck } from './checks/config-valid.js';
+import { devicesCheck } from './checks/devices.js';
+import { diskCheck } from './checks/disk.js';
+import { gatewayAuthCheck } from './checks/gateway-auth.js';
+import { gatewayBindCheck } from './checks/gateway-bind.js';
+import { gatewayServiceCheck } from './checks/gateway-service.js';
+import { guardCronCheck } from './checks/guard-cron.js';
+import { healthCheck } from './checks/health.js';
+import { meshCheck } from './checks/mesh.js';
+import { nginxLimitConnCheck } from './checks/nginx-limit-conn.js';
+import { nginxCheck } from './checks/nginx.js';
+import { nodeRuntimeCheck } from './checks/node-runtime.js';
+import { osCheck } from './checks/os.js';
+import { packageLockCheck } from './checks/package-lock.js';
+import { providersCheck } from './checks/providers.js';
+import { tlsCertCheck } from './checks/tls-cert.js';
+
+/** The checks, in the order they print (they run in parallel). Explicit, not discovered. */
+export const CHECKS: readonly Check[] = [
+  osCheck,
+  nodeRuntimeCheck,
+  agentRuntimeCheck,
+  gatewayServiceCheck,
+  healthCheck,
+  gatewayBindCheck,
+  gatewayAuthCheck,
+  providersCheck,
+  configValidCheck,
+  channelEnvCheck,
+  channelDropInCheck,
+  nginxCheck,
+  nginxLimitConnCheck,
+  tlsCertCheck,
+  guardCronCheck,
+  meshCheck,
+  devicesCheck,
+  diskCheck,
+  packageLockCheck,
+];

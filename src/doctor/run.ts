@@ -1,0 +1,128 @@
+import { UsageError } from '../errors.js';
+import type { Host } from '../host/index.js';
+import { DoctorContext } from './context.js';
+import { FIX_ACTIONS } from './fixes.js';
+import { CHECKS } from './index.js';
+import type { Check, CheckReport, CheckStatus, FixActionId } from './types.js';
+
+export const DOCTOR_JSON_SCHEMA_VERSION = 1;
+
+export interface FixReport {
+  id: FixActionId;
+  title: string;
+  ok: boolean;
+  error?: string;
+}
+
+export interface DoctorReport {
+  schemaVersion: number;
+  ok: boolean;
+  summary: Record<CheckStatus, number>;
+  checks: CheckReport[];
+  /** Present with --fix: the actions run, then `checks` is the re-check. */
+  fixes?: FixReport[];
+  /** With --fix: the checks before the fixes. */
+  before?: CheckReport[];
+}
+
+export function selectChecks(names: readonly string[], all: readonly Check[] = CHECKS): readonly Check[] {
+  if (names.length === 0) return all;
+  const unknown = names.filter((n) => !all.some((c) => c.id === n));
+  if (unknown.length > 0) throw new UsageError(`unknown check ${unknown.join(', ')}`, `the checks are: ${all.map((c) => c.id).join(', ')} (service-deploy doctor --list-checks)`);
+  return all.filter((c) => names.includes(c.id));
+}
+
+/** Runs the checks in parallel; results keep the declared order; a throwing check is "crashed". */
+export async function runChecks(ctx: DoctorContext, checks: readonly Check[]): Promise<CheckReport[]> {
+  return Promise.all(
+    checks.map(async (check): Promise<CheckReport> => {
+      const started = performance.now();
+      const base = { id: check.id, title: check.title };
+      try {
+        const result = await check.run(ctx);
+        const durationMs = Math.round(performance.now() - started);
+        if (!result) return { ...base, status: 'pass', message: 'ok', fixable: false, durationMs };
+        if (result.kind === 'pass') return { ...base, status: 'pass', message: result.detail, fixable: false, durationMs };
+        if (result.kind === 'skip') return { ...base, status: 'skip', message: result.reason, fixable: false, durationMs };
+        return {
+          ...base,
+          status: result.severity,
+          message: ctx.host.redactor.redact(result.message),
+          fix: result.fix,
+          ...(result.commands ? { commands: result.commands } : {}),
+          fixable: result.action !== undefined,
+          ...(result.action ? { action: result.action } : {}),
+          durationMs,
+        };
+      } catch (error) {
+        return {
+          ...base,
+          status: 'crashed',
+          message: ctx.host.redactor.redact(`the check itself failed: ${error instanceof Error ? error.message : String(error)}`),
+          fix: 'run `service-deploy doctor --verbose` and report this with its output',
+          fixable: false,
+          durationMs: Math.round(performance.now() - started),
+        };
+      }
+    }),
+  );
+}
+
+export function summarize(reports: readonly CheckReport[]): Record<CheckStatus, number> {
+  const summary: Record<CheckStatus, number> = { pass: 0, warn: 0, fail: 0, skip: 0, crashed: 0 };
+  for (const r of reports) summary[r.status]++;
+  return summary;
+}
+
+export async function runDoctor(host: Host, options: { names: readonly string[]; fix: boolean }): Promise<DoctorReport> {
+  const checks = selectChecks(options.names);
+  const ctx = new DoctorContext(host);
+  const first = await runChecks(ctx, checks);
+  if (!options.fix) return report(first);
+  const wanted = new Set(first.filter((r) => r.status === 'fail' || r.status === 'warn').flatMap((r) => (r.action ? [r.action] : [])));
+  if (wanted.size === 0) return { ...report(first), fixes: [] };
+  const fixes: FixReport[] = [];
+  for (const action of FIX_ACTIONS.filter((a) => wanted.has(a.id))) {
+    try {
+      await action.run(ctx);
+      fixes.push({ id: action.id, title: action.title, ok: true });
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      fixes.push({ id: action.id, title: action.title, ok: false, error: host.redactor.redact(message) });
+    }
+    ctx.refresh();
+  }
+  return { ...report(await runChecks(ctx, checks)), fixes, before: first };
+}
+
+function report(checks: CheckReport[]): DoctorReport {
+  const summary = summarize(checks);
+  return { schemaVersion: DOCTOR_JSON_SCHEMA_VERSION, ok: summary.fail === 0 && summary.crashed === 0, summary, checks };
+}
+
+const LABEL: Record<CheckStatus, string> = { pass: 'pass', warn: 'warn', fail: 'FAIL', skip: 'skip', crashed: 'CRASH' };
+
+/** The human report: one line per check, its fix and commands under it, then a summary. */
+export function formatReport(result: DoctorReport): string[] {
+  const lines: string[] = [];
+  if (result.fixes) {
+    if (result.fixes.length === 0) lines.push('nothing to fix automatically');
+    for (const f of result.fixes) lines.push(`${f.ok ? 'fixed' : 'fix failed'}: ${f.title}${f.error ? ` (${f.error})` : ''}`);
+    if (result.fixes.length) lines.push('re-check:');
+  }
+  const width = Math.max(...result.checks.map((c) => c.id.length), 8);
+  for (const c of result.checks) {
+    lines.push(`${LABEL[c.status].padEnd(5)} ${c.id.padEnd(width)}  ${c.message}`);
+    if (c.fix && c.status !== 'pass' && c.status !== 'skip') {
+      lines.push(`${' '.repeat(width + 8)}fix: ${c.fix}${c.fixable ? ' [--fix]' : ''}`);
+      for (const cmd of c.commands ?? []) lines.push(`${' '.repeat(width + 8)}  $ ${cmd}`);
+    }
+  }
+  const s = result.summary;
+  const fixable = result.checks.filter((c) => c.fixable && (c.status === 'fail' || c.status === 'warn')).length;
+  lines.push(
+    `summary: ${s.pass} pass, ${s.warn} warn, ${s.fail} fail, ${s.skip} skip${s.crashed ? `, ${s.crashed} crashed` : ''}` +
+      (fixable > 0 && !result.fixes ? ` (${fixable} fixable: run \`service-deploy doctor --fix\`)` : ''),
+  );
+  return lines;
+}

@@ -1,0 +1,47 @@
+import type { Host } from '../host/index.js';
+import { LAYOUT } from '../layout.js';
+import { octal, planFile, writeDesired, type DesiredFile } from '../steps/lib/files.js';
+import { channelDropInContent } from '../steps/channel.js';
+import type { Restoration } from './routing.js';
+
+/** The systemd drop-in that loads channel.env into the gateway (spec 2.6), as the install writes it. */
+export function channelDropInFile(): DesiredFile {
+  return { path: LAYOUT.channelDropIn, content: channelDropInContent(), mode: 0o644 };
+}
+
+export interface ChannelFilesPlan {
+  restorations: Restoration[];
+  /** The drop-in to write (missing or changed), if any. */
+  dropIn?: DesiredFile;
+  apply(): Promise<void>;
+}
+
+/**
+ * Where the channel is configured (channel.env exists), the guard keeps the drop-in
+ * in place and channel.env at 0600. It never creates or edits channel.env itself:
+ * its secrets belong to the portal and the install.
+ */
+export async function channelFilesPlan(host: Host): Promise<ChannelFilesPlan> {
+  const envInfo = await host.files.stat(LAYOUT.channelEnv);
+  if (!envInfo) return { restorations: [], apply: async () => {} };
+  const restorations: Restoration[] = [];
+  const envMode = envInfo.mode !== 0o600;
+  if (envMode) restorations.push({ what: `${LAYOUT.channelEnv} mode`, before: octal(envInfo.mode), after: '0600' });
+  const desired = channelDropInFile();
+  const change = await planFile(host, desired);
+  if (change) {
+    const exists = await host.files.exists(desired.path);
+    restorations.push({ what: desired.path, before: exists ? change.summary.replace(`${desired.path}: `, '') : 'missing', after: 'restored (loads channel.env)' });
+  }
+  return {
+    restorations,
+    dropIn: change ? desired : undefined,
+    async apply() {
+      if (envMode) await host.files.chmod(LAYOUT.channelEnv, 0o600);
+      if (change) {
+        await host.files.ensureDir(LAYOUT.gatewayDropInDir, 0o755);
+        await writeDesired(host, desired);
+      }
+    },
+  };
+}

@@ -1,0 +1,118 @@
+import { DeployError } from '../errors.js';
+import type { Host } from '../host/index.js';
+import { LAYOUT } from '../layout.js';
+import { loadProfile } from '../profile.js';
+import { parseRuntimeConfig, serializeRuntimeConfig } from '../config/runtime-config.js';
+import { readStoredAnswers } from '../steps/answers-state.js';
+import { validateCandidate } from '../steps/runtime-config.js';
+import { octal } from '../steps/lib/files.js';
+import { channelFilesPlan, type ChannelFilesPlan } from './channel.js';
+import { appendGuardLog, syslog } from './log.js';
+import { enforceRouting, type Restoration } from './routing.js';
+
+export type { Restoration } from './routing.js';
+
+export interface GuardOptions {
+  /** Say what would be restored; write, restart and log nothing. */
+  check: boolean;
+}
+
+export interface GuardOutcome {
+  check: boolean;
+  restorations: Restoration[];
+  /** The gateway was restarted (only when a file it reads changed). */
+  restarted: boolean;
+}
+
+/** Syslog tag of every guard line (journalctl -t service-guard). */
+export const GUARD_TAG = 'service-guard';
+
+/**
+ * The hourly gateway enforcer. One at a time (a run lock); reads openclaw.json and
+ * the stored answers, computes the routing the deployment wants (enforceRouting),
+ * and only when something differs: validates the candidate with OpenClaw's own
+ * validator, replaces the file atomically, restores the channel drop-in and
+ * channel.env mode, restarts the gateway once, and logs every restoration (secrets
+ * masked) to syslog and guard.log. A correct server is left untouched: no write,
+ * no restart; one "ok" line goes to syslog so doctor can tell when the guard last ran.
+ */
+export async function runGuard(host: Host, options: GuardOptions): Promise<GuardOutcome> {
+  const lock = options.check ? undefined : await host.locks.acquire(LAYOUT.guardLock, 'guard');
+  try {
+    const outcome = await enforce(host, options);
+    if (!options.check) await record(host, outcome);
+    return outcome;
+  } catch (error) {
+    if (!options.check) await recordFailure(host, error);
+    throw error;
+  } finally {
+    await lock?.release();
+  }
+}
+
+async function enforce(host: Host, options: GuardOptions): Promise<GuardOutcome> {
+  const answers = await readStoredAnswers(host);
+  if (!answers) {
+    throw new DeployError(`no stored answers at ${LAYOUT.answersFile}: the guard does not know the service API key and model`, 'run `service-deploy install` on this server first');
+  }
+  host.redactor.add(answers.apiKey, answers.mcpToken);
+  const profile = loadProfile(host.env);
+
+  const [text, configInfo] = await Promise.all([host.files.read(LAYOUT.runtimeConfig), host.files.stat(LAYOUT.runtimeConfig)]);
+  if (text === undefined) {
+    throw new DeployError(`${LAYOUT.runtimeConfig} is missing`, 'run `service-deploy install` to write it again');
+  }
+  let current;
+  try {
+    current = parseRuntimeConfig(text);
+  } catch (error) {
+    throw new DeployError(`${LAYOUT.runtimeConfig} is not valid JSON5: ${(error as Error).message}`, 'fix or move the file aside, then run `service-deploy install`; the guard does not overwrite a file it cannot read');
+  }
+  const { config, restorations } = enforceRouting(current, answers, profile);
+  const configChanged = restorations.length > 0;
+  const configMode = configInfo !== undefined && configInfo.mode !== 0o600;
+  if (configMode) restorations.push({ what: `${LAYOUT.runtimeConfig} mode`, before: octal(configInfo.mode), after: '0600' });
+
+  const channel: ChannelFilesPlan = await channelFilesPlan(host);
+  restorations.push(...channel.restorations);
+
+  const restart = configChanged || channel.dropIn !== undefined;
+  if (options.check || restorations.length === 0) return { check: options.check, restorations, restarted: false };
+
+  if (configChanged) {
+    const content = serializeRuntimeConfig(config);
+    // Never write a config the runtime would reject: the gateway would not come back.
+    await validateCandidate(host, content);
+    await host.files.write(LAYOUT.runtimeConfig, content, { mode: 0o600 });
+  } else if (configMode) {
+    await host.files.chmod(LAYOUT.runtimeConfig, 0o600);
+  }
+  await channel.apply();
+  if (channel.dropIn !== undefined) await host.services.daemonReload('user');
+  if (restart) await host.services.restart('user', LAYOUT.gatewayUnit);
+  return { check: false, restorations, restarted: restart };
+}
+
+export function formatRestoration(r: Restoration): string {
+  return `restored ${r.what}: ${r.before} -> ${r.after}`;
+}
+
+async function record(host: Host, outcome: GuardOutcome): Promise<void> {
+  if (outcome.restorations.length === 0) {
+    await syslog(host, GUARD_TAG, ['ok: nothing to restore']);
+    return;
+  }
+  const lines = [
+    ...outcome.restorations.map(formatRestoration),
+    `done: ${outcome.restorations.length} restored${outcome.restarted ? `, ${LAYOUT.gatewayUnit} restarted` : ''}`,
+  ].map((line) => host.redactor.redact(line));
+  await appendGuardLog(host, lines);
+  await syslog(host, GUARD_TAG, lines);
+}
+
+async function recordFailure(host: Host, error: unknown): Promise<void> {
+  const message = host.redactor.redact(`failed: ${error instanceof Error ? error.message : String(error)}`);
+  // Logging must not hide the real error.
+  await appendGuardLog(host, [message]).catch(() => undefined);
+  await syslog(host, GUARD_TAG, [message]).catch(() => undefined);
+}
