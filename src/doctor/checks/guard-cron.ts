@@ -58,7 +58,7 @@ export const guardCronCheck: Check = {
     const ago = Math.round((now - last.at.getTime()) / 60_000);
     const when = `${ago} min ago`;
     if (last.message.startsWith('failed')) {
-      return fail(`the guard's last run (${when}) failed: ${host.redactor.redact(last.message)}`, 'run it by hand to see the error, and fix what it names', { commands: ['bash /usr/local/bin/service-guard.sh', 'journalctl -t service-guard -n 20'] });
+      return fail(`the guard's last run (${when}) failed: ${host.redactor.redact(last.message.replace(/^failed: /, ''))}`, 'run it by hand to see the error, and fix what it names', { commands: ['bash /usr/local/bin/service-guard.sh', 'journalctl -t service-guard -n 20'] });
     }
     if (now - last.at.getTime() > STALE_MS) {
       return warn(`the guard last ran ${when} (hourly expected)`, 'check that cron runs (systemctl status cron) and the guard works by hand', { commands: ['systemctl status cron', 'bash /usr/local/bin/service-guard.sh'] });

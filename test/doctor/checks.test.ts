@@ -1,0 +1,178 @@
+import { execa } from 'execa';
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { DoctorContext } from '../../src/doctor/context.js';
+import { CHECKS } from '../../src/doctor/index.js';
+import { runChecks } from '../../src/doctor/run.js';
+import { diskCheckWith } from '../../src/doctor/checks/disk.js';
+import type { Check, CheckReport } from '../../src/doctor/types.js';
+import { LAYOUT } from '../../src/layout.js';
+import { CHANNEL, makeHealthySandbox, OPS_ANSWERS, type OpsSandbox } from '../helpers/ops-sandbox.js';
+import { SECRETS } from '../helpers/sandbox.js';
+
+let sb: OpsSandbox;
+beforeEach(async () => {
+  sb = await makeHealthySandbox();
+});
+afterEach(async () => {
+  await sb.close();
+});
+
+const byId = (id: string): Check => CHECKS.find((c) => c.id === id)!;
+async function check(id: string | Check): Promise<CheckReport> {
+  const c = typeof id === 'string' ? byId(id) : id;
+  const [report] = await runChecks(new DoctorContext(sb.host), [c]);
+  return report!;
+}
+const config = () => JSON.parse(sb.read(LAYOUT.runtimeConfig)!);
+const setConfig = (c: unknown) => sb.write(LAYOUT.runtimeConfig, JSON.stringify(c, null, 2), 0o600);
+const state = (name: string, content = '') => fs.writeFileSync(path.join(sb.state, name), content);
+
+describe('doctor on a healthy sandbox', () => {
+  it('passes every check, and no message holds a secret', async () => {
+    const reports = await runChecks(new DoctorContext(sb.host), CHECKS);
+    expect(reports.filter((r) => r.status !== 'pass').map((r) => `${r.id}: ${r.status} ${r.message}`)).toEqual([]);
+    const text = JSON.stringify(reports);
+    for (const secret of [SECRETS.apiKey, SECRETS.mcpToken, CHANNEL.token, CHANNEL.knock]) expect(text).not.toContain(secret);
+  });
+});
+
+/** [check id, how to break it, a word the message must have, a word the fix must have, fixable]. */
+const BROKEN: Array<[string, () => void | Promise<void>, RegExp, RegExp, boolean]> = [
+  ['os', () => sb.write('/etc/os-release', 'ID=debian\nVERSION_ID="12"\nPRETTY_NAME="Debian GNU/Linux 12"\n'), /Debian GNU\/Linux 12 is not supported/, /Ubuntu 22\.04 or 24\.04/, false],
+  ['node-runtime', () => sb.write(`${LAYOUT.nodePrefix}/bin/node`, '#!/bin/sh\necho v22.1.0\n', 0o755), /Node 22\.1\.0, expected 24/, /service-deploy install/, false],
+  ['agent-runtime', () => sb.write(`${LAYOUT.nodePrefix}/lib/node_modules/openclaw/package.json`, '{"name":"openclaw","version":"2026.1.0"}'), /OpenClaw 2026\.1\.0 is installed, this service-deploy pins/, /service-deploy install/, false],
+  ['gateway-service', () => sb.systemctl('--user', 'stop', LAYOUT.gatewayUnit), /is not active/, /service-deploy gateway restart/, true],
+  ['health', () => undefined, /does not answer/, /read its log/, false],
+  ['gateway-bind', () => setConfig({ ...config(), gateway: { ...config().gateway, bind: 'lan' } }), /gateway\.bind is "lan"/, /loopback/, true],
+  ['gateway-auth', () => { const c = config(); c.gateway.token = c.gateway.auth.token; delete c.gateway.auth; setConfig(c); }, /gateway\.token: legacy top-level token.*gateway\.auth: missing/, /gateway\.auth back/, true],
+  ['providers', () => { const c = config(); c.models.providers.openai = { baseUrl: 'https://api.openai.com/v1', apiKey: 'sk-live-abcdefghijklmnop' }; setConfig(c); }, /models\.providers\.openai: direct model-vendor provider/, /single service provider/, true],
+  ['config-valid', () => { const c = config(); c.gateway.token = 'x'; setConfig(c); }, /OpenClaw rejects .*gateway: Unrecognized key/, /doctor --fix/, false],
+  ['channel-env', () => fs.chmodSync(path.join(sb.root, LAYOUT.channelEnv), 0o644), /mode 0644: the channel token and knock are readable/, /0600/, true],
+  ['channel-drop-in', () => fs.rmSync(path.join(sb.root, LAYOUT.channelDropIn)), /service-env\.conf is missing.*503 "misconfigured"/, /reload the units and restart/, true],
+  ['nginx', () => sb.write(LAYOUT.nginxSite, sb.read(LAYOUT.nginxSite)!.replace('limit_conn service_cn 3;', 'limit_conn zone=service_cn 3;'), 0o600), /nginx -t fails: .*zero size shared memory zone/, /write our site again/, true],
+  ['nginx-limit-conn', () => sb.write(LAYOUT.nginxSite, sb.read(LAYOUT.nginxSite)!.replace('limit_conn service_cn 3;', 'limit_conn zone=service_cn 3;'), 0o600), /limit_conn zone=/, /limit_conn service_cn 3;/, true],
+  ['tls-cert', () => fs.rmSync(path.join(sb.root, LAYOUT.tlsCert)), /channel\.crt is missing/, /install --channel|--channel/, false],
+  ['guard-cron', () => fs.rmSync(path.join(sb.root, LAYOUT.guardCron)), /hourly enforcer is not in place.*service-guard: create/, /guard script and its cron entry/, true],
+  ['mesh', () => fs.rmSync(path.join(sb.state, 'ts-serve')), /not served over the mesh/, /enable Serve and Funnel at the network level, then re-run the install/, false],
+  ['devices', () => state('devices.json', JSON.stringify({ pending: [{ requestId: 'req-7f3a', displayName: 'Lisa iPhone' }], paired: [] })), /1 device waiting for approval: req-7f3a \(Lisa iPhone\)/, /approve/, false],
+  ['package-lock', () => undefined, /locked: pid \d+ \(\S*python3.* on \/var\/lib\/dpkg\/lock-frontend/s, /5 minutes/, false],
+];
+
+describe('each check: broken fixture fails (or warns) with its fix; healthy passes', () => {
+  for (const [id, breakIt, message, fix, fixable] of BROKEN) {
+    it(id, async () => {
+      expect((await check(id)).status, `${id} healthy`).toBe('pass');
+      let holder: ReturnType<typeof execa> | undefined;
+      if (id === 'health') sb.host.env.SERVICE_HEALTH_URL = 'http://127.0.0.1:9/healthz';
+      if (id === 'package-lock') {
+        const lockFile = path.join(sb.root, 'var/lib/dpkg/lock-frontend');
+        fs.mkdirSync(path.dirname(lockFile), { recursive: true });
+        fs.writeFileSync(lockFile, '');
+        holder = execa('python3', ['-c', `import fcntl,time\nf=open(${JSON.stringify(lockFile)},'w'); fcntl.lockf(f, fcntl.LOCK_EX); print('locked', flush=True); time.sleep(30)`]);
+        await new Promise<void>((resolve) => holder!.stdout!.once('data', () => resolve()));
+      }
+      try {
+        await breakIt();
+        const report = await check(id);
+        expect(['fail', 'warn']).toContain(report.status);
+        expect(report.message).toMatch(message);
+        expect(report.fix).toMatch(fix);
+        expect(report.fixable).toBe(fixable);
+      } finally {
+        holder?.kill();
+        await holder?.catch(() => undefined);
+      }
+    });
+  }
+
+  it('disk: fails below its threshold, passes above', async () => {
+    expect((await check(diskCheckWith({ failBelow: 1, warnBelow: 2 }))).status).toBe('pass');
+    const report = await check(diskCheckWith({ failBelow: Number.MAX_SAFE_INTEGER, warnBelow: Number.MAX_SAFE_INTEGER }));
+    expect(report.status).toBe('fail');
+    expect(report.message).toMatch(/GiB free on \//);
+    expect(report.fix).toMatch(/apt-get clean/);
+  });
+
+  it('channel-drop-in: the drop-in on disk but not loaded (no daemon-reload) says every chat call fails with 503', async () => {
+    // The gateway was started before the drop-in existed: remove it, reload, restart, then put it back without a reload.
+    fs.rmSync(path.join(sb.root, LAYOUT.channelDropIn));
+    await sb.systemctl('--user', 'daemon-reload');
+    await sb.systemctl('--user', 'restart', LAYOUT.gatewayUnit);
+    sb.write(LAYOUT.channelDropIn, (await import('../../src/steps/channel.js')).channelDropInContent());
+    const report = await check('channel-drop-in');
+    expect(report.status).toBe('fail');
+    expect(report.message).toMatch(new RegExp(`running gateway \\(pid ${sb.gatewayPid()}\\) lacks SERVICE_CHANNEL_TOKEN, SERVICE_CHANNEL_KNOCK, SERVICE_TS_HOSTNAME: every chat call fails with 503 "misconfigured"`));
+    expect(report.commands).toContain('XDG_RUNTIME_DIR=/run/user/0 systemctl --user daemon-reload');
+    expect(report.action).toBe('gateway-restart');
+  });
+
+  it('channel-drop-in: a gateway running with an older token than channel.env fails', async () => {
+    sb.write(LAYOUT.channelEnv, sb.read(LAYOUT.channelEnv)!.replace(CHANNEL.token, 'chan_tok_NEWNEWNEWNEWNEWNEWNEWNEW00'), 0o600);
+    const report = await check('channel-drop-in');
+    expect(report.status).toBe('fail');
+    expect(report.message).toMatch(/older values of SERVICE_CHANNEL_TOKEN/);
+    expect(report.message).not.toContain('NEWNEW');
+  });
+
+  it('channel checks skip on a server without the channel', async () => {
+    await sb.close();
+    sb = await makeHealthySandbox({ channel: false });
+    for (const id of ['channel-env', 'channel-drop-in', 'nginx', 'nginx-limit-conn', 'tls-cert']) {
+      expect((await check(id)).status, id).toBe('skip');
+    }
+  });
+
+  it('nginx-limit-conn: an old "zero size shared memory zone" in the error log warns only when nothing listens', async () => {
+    sb.write('/var/log/nginx/error.log', '2026/01/01 [emerg] 12#12: zero size shared memory zone "zone=service_cn"\n');
+    expect((await check('nginx-limit-conn')).status).toBe('pass');
+    state('ss-output', 'LISTEN 0 511 127.0.0.1:18789 0.0.0.0:* users:(("node",pid=1,fd=3))\n');
+    const report = await check('nginx-limit-conn');
+    expect(report.status).toBe('warn');
+    expect(report.message).toMatch(/zero size shared memory zone/);
+  });
+
+  it('nginx: not listening on 18790 fails with a restart', async () => {
+    state('ss-output', 'LISTEN 0 511 127.0.0.1:18789 0.0.0.0:* users:(("node",pid=1,fd=3))\n');
+    const report = await check('nginx');
+    expect(report.status).toBe('fail');
+    expect(report.message).toMatch(/nothing listens on port 18790/);
+    expect(report.action).toBe('nginx-restart');
+  });
+
+  it('gateway-bind: a listener on 0.0.0.0:18789 fails', async () => {
+    state('ss-output', 'LISTEN 0 511 0.0.0.0:18789 0.0.0.0:* users:(("node",pid=1,fd=3))\nLISTEN 0 511 0.0.0.0:18790 0.0.0.0:*\n');
+    const report = await check('gateway-bind');
+    expect(report.status).toBe('fail');
+    expect(report.message).toMatch(/port 18789 is open on 0\.0\.0\.0 \(node\)/);
+  });
+
+  it('guard-cron: reports the last run, a failed last run, and a stale one', async () => {
+    expect((await check('guard-cron')).message).toMatch(/last run 10 min ago: ok: nothing to restore/);
+    state('syslog', `${Date.now() * 1000}\x1fservice-guard\x1ffailed: OpenClaw rejects the new config\n`);
+    const failed = await check('guard-cron');
+    expect(failed.status).toBe('fail');
+    expect(failed.message).toMatch(/last run \(0 min ago\) failed: OpenClaw rejects/);
+    state('syslog', `${(Date.now() - 5 * 3600_000) * 1000}\x1fservice-guard\x1fok: nothing to restore\n`);
+    const stale = await check('guard-cron');
+    expect(stale.status).toBe('warn');
+    expect(stale.message).toMatch(/last ran 300 min ago/);
+  });
+
+  it('mesh: a hostname other than the configured one fails with the set command', async () => {
+    state('ts-up', 'something-else\n');
+    const report = await check('mesh');
+    expect(report.status).toBe('fail');
+    expect(report.commands).toEqual([`tailscale set --hostname=${OPS_ANSWERS.meshHostname}`]);
+  });
+
+  it('a check that throws becomes "crashed" and the others still run', async () => {
+    const boom: Check = { id: 'boom', title: 'boom', run: async () => { throw new Error(`kaputt ${SECRETS.apiKey}`); } };
+    const ctx = new DoctorContext(sb.host);
+    await ctx.answers(); // registers the secrets with the redactor
+    const reports = await runChecks(ctx, [byId('os'), boom, byId('disk')]);
+    expect(reports.map((r) => r.status)).toEqual(['pass', 'crashed', 'pass']);
+    expect(reports[1]!.message).toContain('kaputt ****');
+  });
+});

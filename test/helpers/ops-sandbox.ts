@@ -1,0 +1,132 @@
+import { execa, execaSync } from 'execa';
+import fs from 'node:fs';
+import path from 'node:path';
+import { PRODUCTION_SITE, renderNginxSite } from '../../src/channel/nginx.js';
+import { loadComponents } from '../../src/components.js';
+import { desiredRuntimeConfig, serializeRuntimeConfig } from '../../src/config/runtime-config.js';
+import { createHost, type Host } from '../../src/host/index.js';
+import { LAYOUT } from '../../src/layout.js';
+import { loadProfile } from '../../src/profile.js';
+import { channelDropInContent, channelEnvContent } from '../../src/steps/channel.js';
+import { gatewayUnitFile } from '../../src/steps/gateway-service.js';
+import { guardCron, guardScript } from '../../src/steps/guard.js';
+import { SERVE_TARGET } from '../../src/steps/mesh-client.js';
+import { REPO } from './binary.js';
+import { makeSandbox, SECRETS, type Sandbox } from './sandbox.js';
+import { tempDir } from './tmp.js';
+
+export const OPS_ANSWERS = {
+  customerName: 'Acme Dental GmbH',
+  apiKey: SECRETS.apiKey,
+  modelId: 'test-model-1',
+  meshHostname: 'openclaw-acme-dental-gmbh',
+  mcpToken: SECRETS.mcpToken,
+};
+export const CHANNEL = {
+  token: 'chan_tok_Zq8v3Xy7Lm2Np5Rs9Tu4Wv6Xy',
+  knock: 'knock_Hj3Kl5Mn7Pq9Rs2Tu4Vw6Xy8Z',
+};
+
+const STANDINS = path.join(REPO, 'test/helpers/standins');
+let tls: { cert: string; key: string } | undefined;
+
+/** One RSA 4096 self-signed certificate per test process (making one takes seconds). */
+export function testCertificate(): { cert: string; key: string } {
+  if (tls) return tls;
+  const dir = tempDir('sd-tls-');
+  execaSync('openssl', ['req', '-x509', '-newkey', 'rsa:4096', '-nodes', '-sha256', '-days', '3653', '-subj', '/CN=openclaw-acme', '-keyout', `${dir}/k`, '-out', `${dir}/c`]);
+  tls = { cert: fs.readFileSync(`${dir}/c`, 'utf8'), key: fs.readFileSync(`${dir}/k`, 'utf8') };
+  return tls;
+}
+
+export interface OpsSandbox extends Sandbox {
+  host: Host;
+  env(extra?: Record<string, string>): Record<string, string>;
+  write(p: string, content: string, mode?: number): void;
+  /** Runs a stand-in command the way our code would (user manager env set). */
+  systemctl(...args: string[]): Promise<void>;
+  gatewayPid(): number;
+  run(args: string[], extraEnv?: Record<string, string>): ReturnType<typeof execa>;
+}
+
+/**
+ * A deployed, healthy server in a sandbox, written directly (fast; the install's own
+ * output is checked against doctor in one integration test): answers, runtime config,
+ * Node + OpenClaw stand-ins at the pinned versions, the gateway unit, linger, the guard
+ * script and cron, the channel (channel.env, drop-in, TLS, nginx site), the mesh up
+ * and serving, listeners on 18789 (loopback) and 18790, a recent guard run in syslog,
+ * and a real gateway process started with the drop-in's variables.
+ */
+export async function makeHealthySandbox(options: { channel?: boolean } = {}): Promise<OpsSandbox> {
+  const channel = options.channel ?? true;
+  const sb = await makeSandbox();
+  const baseEnv = sb.env;
+  const env = (extra: Record<string, string> = {}) => baseEnv({ SERVICE_HEALTH_TIMEOUT_MS: '2000', ...extra });
+  const write = (p: string, content: string, mode = 0o644) => {
+    const real = path.join(sb.root, p);
+    fs.mkdirSync(path.dirname(real), { recursive: true });
+    fs.writeFileSync(real, content);
+    fs.chmodSync(real, mode);
+  };
+  const profile = loadProfile(env());
+  const components = loadComponents(env());
+  write(LAYOUT.answersFile, `${JSON.stringify(OPS_ANSWERS, null, 2)}\n`, 0o600);
+  const config = desiredRuntimeConfig(undefined, { answers: OPS_ANSWERS, profile, components, channel });
+  write(LAYOUT.runtimeConfig, serializeRuntimeConfig(config), 0o600);
+  for (const f of ['node', 'openclaw', '_lib.sh']) write(`${LAYOUT.nodePrefix}/bin/${f}`, fs.readFileSync(path.join(STANDINS, f), 'utf8'), 0o755);
+  write(`${LAYOUT.nodePrefix}/lib/node_modules/openclaw/package.json`, JSON.stringify({ name: 'openclaw', version: components.openclaw.version }));
+  const unit = gatewayUnitFile();
+  write(unit.path, unit.content, unit.mode);
+  write(LAYOUT.lingerFile, '');
+  for (const file of [guardScript(), guardCron(OPS_ANSWERS.meshHostname)]) write(file.path, file.content, file.mode);
+  write(LAYOUT.binary, '#!/bin/sh\n', 0o755);
+  if (channel) {
+    write(LAYOUT.channelEnv, channelEnvContent({ ...CHANNEL, hostname: OPS_ANSWERS.meshHostname }), 0o600);
+    write(LAYOUT.channelDropIn, channelDropInContent(), 0o644);
+    const { cert, key } = testCertificate();
+    write(LAYOUT.tlsCert, cert, 0o644);
+    write(LAYOUT.tlsKey, key, 0o600);
+    write(LAYOUT.nginxSite, renderNginxSite({ ...PRODUCTION_SITE, knock: CHANNEL.knock }), 0o600);
+  }
+  const state = (name: string, content = '') => fs.writeFileSync(path.join(sb.state, name), content);
+  state('dpkg-installed', 'tailscale\n');
+  state('ts-up', `${OPS_ANSWERS.meshHostname}\n`);
+  state('ts-serve', `${SERVE_TARGET}\n`);
+  state('user-openclaw-gateway.service.enabled');
+  state('gateway-process');
+  state('ss-output', [
+    'LISTEN 0 511 127.0.0.1:18789 0.0.0.0:* users:(("openclaw-gatewa",pid=4242,fd=22))',
+    ...(channel ? ['LISTEN 0 511 0.0.0.0:18790 0.0.0.0:* users:(("nginx",pid=777,fd=6))'] : []),
+    '',
+  ].join('\n'));
+  state('syslog', `${Date.now() * 1000 - 600_000_000}\x1fservice-guard\x1fok: nothing to restore\n`);
+
+  const userEnv = { XDG_RUNTIME_DIR: '/run/user/0' };
+  const ops: OpsSandbox = Object.assign(sb, {
+    host: createHost({ env: env(), quiet: true }),
+    env,
+    write,
+    systemctl: async (...args: string[]) => {
+      await execa('systemctl', args, { env: { ...env(), ...userEnv }, extendEnv: false });
+    },
+    gatewayPid: () => Number(fs.readFileSync(path.join(sb.state, 'user-openclaw-gateway.service.pid'), 'utf8')),
+    run: (args: string[], extraEnv: Record<string, string> = {}) =>
+      execa(path.join(REPO, 'dist/service-deploy'), args, { env: env(extraEnv), extendEnv: false, reject: false, timeout: 60_000 }),
+  });
+  await ops.systemctl('--user', 'daemon-reload');
+  await ops.systemctl('--user', 'restart', LAYOUT.gatewayUnit);
+  sb.clearCalls();
+  const close = sb.close;
+  ops.close = async () => {
+    const real = path.join(sb.state, 'user-openclaw-gateway.service.realpid');
+    if (fs.existsSync(real)) {
+      try {
+        process.kill(Number(fs.readFileSync(real, 'utf8')));
+      } catch {
+        // already gone
+      }
+    }
+    await close();
+  };
+  return ops;
+}
