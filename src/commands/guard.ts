@@ -25,7 +25,7 @@ export const guardCommand: CommandModule<object, GuardArgs> = {
       printJson({ ok: true, check: outcome.check, changed: outcome.restorations.length > 0, restarted: outcome.restarted, restorations: outcome.restorations });
       return;
     }
-    for (const r of outcome.restorations) printLine(outcome.check ? `would ${formatRestoration(r)}` : formatRestoration(r));
+    for (const r of outcome.restorations) printLine(outcome.check ? `would restore ${r.what}: ${r.before} -> ${r.after}` : formatRestoration(r));
     if (outcome.restorations.length === 0) printLine('guard: nothing to restore');
     else if (!outcome.check) printLine(`guard: ${outcome.restorations.length} restored${outcome.restarted ? '; gateway restarted' : ''}`);
   },
