@@ -12,7 +12,9 @@ export const doctorCommand: CommandModule<object, DoctorArgs> = {
   describe: 'Diagnose this server: one line per check with the fix in words (--fix applies the safe ones)',
   builder: (y) =>
     withGlobals(y)
-      .positional('checks', { type: 'string', array: true, describe: 'Run only these checks (see --list-checks)' })
+      // The CLI's "last flag wins" setting would keep only the last of several check names.
+      .parserConfiguration({ 'duplicate-arguments-array': true })
+      .positional('checks', { describe: 'Run only these checks (see --list-checks)' })
       .option('fix', { type: 'boolean', describe: 'Apply the safe fixes (guard, drop-in + restart, nginx site, cron), then check again' })
       .option('list-checks', { type: 'boolean', describe: 'List the checks in order and exit' })
       .example('$0 doctor', 'Check everything; exit 1 if any check fails')
