@@ -3,7 +3,16 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+/** The repository root: the nearest folder above this file with our package.json (also when bundled). */
+export const REPO = findRepo(path.dirname(fileURLToPath(import.meta.url)));
+
+function findRepo(start: string): string {
+  for (let dir = start; ; dir = path.dirname(dir)) {
+    const pkg = path.join(dir, 'package.json');
+    if (fs.existsSync(pkg) && JSON.parse(fs.readFileSync(pkg, 'utf8')).name === 'service-deploy') return dir;
+    if (dir === path.dirname(dir)) throw new Error(`no service-deploy package.json above ${start}`);
+  }
+}
 export const BINARY = path.join(REPO, 'dist', 'service-deploy');
 /** The pinned Node 24 (npm package), for comparisons and child scripts. */
 export const NODE24 = path.join(REPO, 'node_modules', '.bin', 'node');

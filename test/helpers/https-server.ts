@@ -48,6 +48,7 @@ export async function serveDirectory(root: string, ca: TestCa): Promise<StaticSe
     },
   );
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  server.unref(); // a shared server must not keep a finished process alive
   const { port } = server.address() as AddressInfo;
   return {
     url: `https://127.0.0.1:${port}`,

@@ -72,6 +72,7 @@ async function nodeSource(): Promise<{ ca: TestCa; dist: StaticServer }> {
 async function listen(handler: http.RequestListener): Promise<{ server: http.Server; url: string }> {
   const server = http.createServer(handler);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  server.unref();
   return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
 }
 

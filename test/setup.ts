@@ -1,0 +1,4 @@
+import { afterAll } from 'vitest';
+import { cleanupTempDirs } from './helpers/tmp.js';
+
+afterAll(cleanupTempDirs);
