@@ -12,7 +12,7 @@ const P = profile.gatewayProviderName;
 
 describe('enforceRouting', () => {
   it('agrees with the install: a config the install wrote needs no restoration', () => {
-    const { restorations, config } = enforceRouting(good(), answers, profile);
+    const { restorations, config } = enforceRouting(good(), answers, profile) as { restorations: any[]; config: any };
     expect(restorations).toEqual([]);
     expect(config).toEqual(good());
   });
@@ -21,7 +21,7 @@ describe('enforceRouting', () => {
     const c = good();
     c.models.providers.anthropic = { baseUrl: 'https://api.anthropic.com', apiKey: 'sk-ant-verysecretkey123' };
     c.models.providers.mirror = { baseUrl: 'https://llm.example.net/v1', apiKey: 'zzzzzzzzzzzzzzzz' };
-    const { config, restorations } = enforceRouting(c, answers, profile);
+    const { config, restorations } = enforceRouting(c, answers, profile) as { restorations: any[]; config: any };
     expect(Object.keys(config.models.providers)).toEqual([P]);
     expect(restorations.map((r) => [r.what, r.after])).toEqual([
       ['models.providers.anthropic', 'removed'],
@@ -37,7 +37,7 @@ describe('enforceRouting', () => {
     c.models.providers[P].baseUrl = 'https://evil.example.com/v1';
     c.models.providers[P].api = 'anthropic-messages';
     c.models.providers[P].apiKey = 'pkt_other_key_9999999999';
-    const { config, restorations } = enforceRouting(c, answers, profile);
+    const { config, restorations } = enforceRouting(c, answers, profile) as { restorations: any[]; config: any };
     expect(config).toEqual(good());
     expect(restorations.map((r) => r.what)).toEqual([`models.providers.${P}.baseUrl`, `models.providers.${P}.api`, `models.providers.${P}.apiKey`]);
     const key = restorations[2]!;
@@ -50,7 +50,7 @@ describe('enforceRouting', () => {
     const c = good();
     c.agents.defaults.model = { primary: 'openai/gpt-5', fallbacks: ['anthropic/claude'] };
     c.agents.list = [{ id: 'main', model: 'anthropic/claude-x' }, { id: 'ok', model: `${P}/model-a` }];
-    const { config, restorations } = enforceRouting(c, answers, profile);
+    const { config, restorations } = enforceRouting(c, answers, profile) as { restorations: any[]; config: any };
     expect(config.agents.defaults.model).toEqual({ primary: `${P}/model-a` });
     expect(config.agents.list).toEqual([{ id: 'main' }, { id: 'ok', model: `${P}/model-a` }]);
     expect(restorations.map((r) => r.what)).toEqual(['agents.defaults.model.primary', 'agents.defaults.model.fallbacks', 'agents.list[main].model']);
@@ -60,7 +60,7 @@ describe('enforceRouting', () => {
     const c = good();
     delete c.gateway.auth;
     c.gateway.token = 'pkt_old_token_123456789';
-    const { config, restorations } = enforceRouting(c, answers, profile);
+    const { config, restorations } = enforceRouting(c, answers, profile) as { restorations: any[]; config: any };
     expect(config.gateway.auth).toEqual({ mode: 'token', token: answers.apiKey });
     expect(config.gateway.token).toBeUndefined();
     expect(restorations.map((r) => r.what)).toEqual(['gateway.token', 'gateway.auth']);
@@ -71,7 +71,7 @@ describe('enforceRouting', () => {
     const c = good();
     c.models.mode = 'merge';
     c.gateway.bind = 'lan';
-    const { config, restorations } = enforceRouting(c, answers, profile);
+    const { config, restorations } = enforceRouting(c, answers, profile) as { restorations: any[]; config: any };
     expect(config.models.mode).toBe('replace');
     expect(config.gateway.bind).toBe('loopback');
     expect(restorations.map((r) => r.what).sort()).toEqual(['gateway.bind', 'models.mode']);
@@ -81,6 +81,6 @@ describe('enforceRouting', () => {
     const c = good();
     c.ui = { theme: 'dark' };
     c.models.providers.openai = { baseUrl: 'https://api.openai.com/v1' };
-    expect(enforceRouting(c, answers, profile).config.ui).toEqual({ theme: 'dark' });
+    expect((enforceRouting(c, answers, profile).config as any).ui).toEqual({ theme: 'dark' });
   });
 });
