@@ -51,8 +51,11 @@ const sums = TARGETS.map(({ arch }) => path.join(dist, `service-deploy-linux-${a
   .map((file) => `${sha256(fs.readFileSync(file))}  ${path.basename(file)}`);
 const native = path.join(dist, `service-deploy-linux-${hostArch}`);
 if (fs.existsSync(native)) {
-  fs.copyFileSync(native, path.join(dist, 'service-deploy'));
-  fs.chmodSync(path.join(dist, 'service-deploy'), 0o755);
+  // Copy and rename: a running dist/service-deploy (ETXTBSY) is replaced, not overwritten.
+  const temp = path.join(dist, '.service-deploy.tmp');
+  fs.copyFileSync(native, temp);
+  fs.chmodSync(temp, 0o755);
+  fs.renameSync(temp, path.join(dist, 'service-deploy'));
 }
 fs.writeFileSync(path.join(dist, 'SHA256SUMS'), `${sums.join('\n')}\n`);
 const version = execFileSync(path.join(dist, 'service-deploy'), ['--version'], { encoding: 'utf8' }).trim();

@@ -79,7 +79,10 @@ const onboardFlow: CommandModule = {
   command: 'onboard-flow',
   describe: 'Onboard, map the agent to the new customer, add members; prints how to resume if a step fails',
   builder: (y) =>
-    withAgentFlags(withCustomerFlags(withConnection(y))).option('member', {
+    withAgentFlags(withCustomerFlags(withConnection(y)))
+      // --member repeats (the CLI otherwise keeps only the last value of a repeated flag).
+      .parserConfiguration({ 'duplicate-arguments-array': true })
+      .option('member', {
       type: 'string',
       array: true,
       nargs: 1,

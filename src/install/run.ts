@@ -91,6 +91,7 @@ function report(host: Host, args: InstallArgs, outcome: PipelineOutcome, options
       steps: outcome.results.map((r) => ({
         id: r.id,
         status: r.status,
+        durationMs: r.durationMs,
         ...(r.reason ? { reason: r.reason } : {}),
         ...(r.changes.length ? { changes: r.changes.map((c) => c.summary) } : {}),
         ...(r.error ? { error: r.error, hint: r.hint } : {}),

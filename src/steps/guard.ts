@@ -43,7 +43,11 @@ export const guardStep: Step = {
     return { changes, data: self !== undefined };
   },
   async apply({ host, answers }, plan) {
-    if (plan.data) await host.files.write(LAYOUT.binary, await fs.readFile(process.execPath), { mode: 0o755 });
+    if (plan.data) {
+      await host.files.write(LAYOUT.binary, await fs.readFile(process.execPath), { mode: 0o755 });
+      const { atime, mtime } = await fs.stat(process.execPath);
+      await fs.utimes(host.paths.real(LAYOUT.binary), atime, mtime);
+    }
     await writeDesired(host, guardScript());
     await writeDesired(host, guardCron(answers.meshHostname));
   },
@@ -51,11 +55,19 @@ export const guardStep: Step = {
 
 async function selfBinaryChange(host: Parameters<Step['check']>[0]['host']): Promise<Change | undefined> {
   if (!isSingleExecutable()) return undefined;
-  const [mine, installed] = await Promise.all([fs.readFile(process.execPath), host.files.readBytes(LAYOUT.binary)]);
-  if (installed && sha256(installed) === sha256(mine)) return undefined;
+  const target = host.paths.real(LAYOUT.binary);
+  const [self, installed] = await Promise.all([fs.realpath(process.execPath), fs.realpath(target).catch(() => undefined)]);
+  if (installed === self) return undefined; // running the installed copy (the usual case after install.sh)
+  if (installed && (await sameSizeAndTime(self, installed))) return undefined;
   return { target: LAYOUT.binary, summary: `${LAYOUT.binary}: ${installed ? 'update' : 'install'} this service-deploy binary` };
 }
 
-function sha256(data: Uint8Array): string {
-  return createHash('sha256').update(data).digest('hex');
+/**
+ * rsync's quick check: the copy gets the source's mtime when installed, so equal size
+ * and mtime mean the same build. Hashing two 100 MB files would cost the no-op re-run
+ * most of its time.
+ */
+async function sameSizeAndTime(a: string, b: string): Promise<boolean> {
+  const [sa, sb] = await Promise.all([fs.stat(a), fs.stat(b)]);
+  return sa.size === sb.size && Math.trunc(sa.mtimeMs) === Math.trunc(sb.mtimeMs);
 }

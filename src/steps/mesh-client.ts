@@ -21,9 +21,11 @@ export interface MeshStatus {
 }
 
 export async function meshStatus(host: Host): Promise<MeshStatus> {
-  const version = await host.exec.run('tailscale', ['version'], { allowFailure: true });
-  if (version.exitCode !== 0) return { installed: false, running: false, serving: false };
   const status = await host.exec.run('tailscale', ['status', '--json'], { allowFailure: true });
+  // Not installed: the command is missing (execa reports -1/127), not merely logged out.
+  if (status.exitCode === 127 || status.exitCode === -1 || /not installed|command not found/i.test(status.stderr)) {
+    return { installed: false, running: false, serving: false };
+  }
   let parsed: { BackendState?: string; Self?: { HostName?: string; DNSName?: string } } = {};
   try {
     parsed = JSON.parse(status.stdout || '{}');

@@ -30,8 +30,9 @@ export const preflightStep: Step = {
     if (free < MIN_FREE_DISK) problems.push(`only ${gib(free)} GiB free on / (need ${gib(MIN_FREE_DISK)} GiB)`);
     if (os.totalmem() < MIN_MEMORY) problems.push(`only ${gib(os.totalmem())} GiB of memory (need at least 1 GiB; 2 GiB recommended)`);
 
+    const listeners = await tcpListeners(host);
     for (const port of [GATEWAY_PORT, CHANNEL_PORT]) {
-      const holder = await portHolder(host, port);
+      const holder = listeners.get(port);
       if (holder && !OUR_LISTENERS.test(holder)) problems.push(`port ${port} is used by another program (${holder})`);
     }
     if (problems.length > 0) {
@@ -42,12 +43,18 @@ export const preflightStep: Step = {
   async apply() {},
 };
 
-/** The program listening on a TCP port (from `ss`), or undefined if the port is free. */
-async function portHolder(host: Parameters<Step['check']>[0]['host'], port: number): Promise<string | undefined> {
-  const result = await host.exec.run('ss', ['-Hltnp', `sport = :${port}`], { allowFailure: true });
-  const line = result.stdout.split('\n').find((l) => l.trim());
-  if (!line) return undefined;
-  return /users:\(\("([^"]+)"/.exec(line)?.[1] ?? 'unknown process';
+/** Listening TCP ports and the program holding each (from one `ss` call). */
+export async function tcpListeners(host: Parameters<Step['check']>[0]['host']): Promise<Map<number, string>> {
+  const result = await host.exec.run('ss', ['-Hltnp'], { allowFailure: true });
+  const out = new Map<number, string>();
+  for (const line of result.stdout.split('\n')) {
+    // LISTEN 0 511 0.0.0.0:18790 0.0.0.0:* users:(("nginx",pid=1,fd=6))
+    const fields = line.trim().split(/\s+/);
+    const port = Number(/:(\d+)$/.exec(fields[3] ?? '')?.[1]);
+    if (!port) continue;
+    out.set(port, /users:\(\("([^"]+)"/.exec(line)?.[1] ?? 'unknown process');
+  }
+  return out;
 }
 
 function gib(bytes: number): string {

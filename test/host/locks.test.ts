@@ -6,6 +6,7 @@ import { LockBusyError } from '../../src/errors.js';
 import { Locks } from '../../src/host/locks.js';
 import { PathMap } from '../../src/host/paths.js';
 import { cleanEnv, runBinary } from '../helpers/binary.js';
+import { FIRST_INSTALL } from '../helpers/sandbox.js';
 import { tempDir } from '../helpers/tmp.js';
 
 const LOCK = '/run/service-deploy/install.lock';
@@ -44,7 +45,7 @@ describe('run locks', () => {
     try {
       fs.mkdirSync(path.join(root, 'run/service-deploy'), { recursive: true });
       fs.writeFileSync(path.join(root, LOCK), `${sleeper.pid} ${await startTime(sleeper.pid!)}\n`);
-      const result = await runBinary(['install', '--non-interactive'], { env: cleanEnv({ SERVICE_DEPLOY_ROOT: root }) });
+      const result = await runBinary(['install', ...FIRST_INSTALL.args], { env: cleanEnv({ SERVICE_DEPLOY_ROOT: root, ...FIRST_INSTALL.env }) });
       expect(result.stderr).toContain('another install is running');
       expect(result.stderr).toContain(`pid ${sleeper.pid}`);
       expect(result.exitCode).toBe(1);
