@@ -40,11 +40,22 @@ export const PROFILE_ENV: Record<string, keyof ServiceProfile> = {
   SERVICE_VOICE_PROVIDERS: 'voiceProviders',
 };
 
-export function loadProfile(env: NodeJS.ProcessEnv = process.env): ServiceProfile {
+/** The profile overrides set in `env` (variable name -> value). */
+export function profileOverrides(env: NodeJS.ProcessEnv): Record<string, string> {
+  return Object.fromEntries(Object.keys(PROFILE_ENV).flatMap((name) => (env[name] ? [[name, env[name]!]] : [])));
+}
+
+/**
+ * The profile in effect: embedded defaults < overrides recorded by the install on
+ * this server (so the hourly guard, run by cron without them, keeps the deployment
+ * as installed) < the environment.
+ */
+export function loadProfile(env: NodeJS.ProcessEnv = process.env, recorded: Record<string, string> = {}): ServiceProfile {
   const raw = JSON.parse(readTemplate('service-profile.json')) as Record<string, unknown>;
   delete raw.$comment;
+  const effective = { ...recorded, ...profileOverrides(env) };
   for (const [name, key] of Object.entries(PROFILE_ENV)) {
-    const value = env[name];
+    const value = effective[name];
     if (value === undefined || value === '') continue;
     raw[key] = key === 'voiceProviders' ? value.split(',').map((s) => s.trim()) : value;
   }

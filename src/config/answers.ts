@@ -82,5 +82,7 @@ export const StoredAnswersSchema = z.object({
   modelId: z.string(),
   meshHostname: z.string(),
   mcpToken: z.string(),
+  /** Service profile overrides (SERVICE_* URLs) in effect at install; see loadProfile. */
+  serviceOverrides: z.record(z.string(), z.string()).optional(),
 });
 export type StoredAnswers = z.infer<typeof StoredAnswersSchema>;

@@ -32,8 +32,9 @@ export class DoctorContext {
   /** Set by fix actions so a later action does not restart the gateway twice. */
   gatewayRestarted = false;
 
-  constructor(readonly host: Host) {
-    this.profile = loadProfile(host.env);
+  /** `recorded`: the service profile overrides the install stored on this server. */
+  constructor(readonly host: Host, recorded: Record<string, string> = {}) {
+    this.profile = loadProfile(host.env, recorded);
     this.components = loadComponents(host.env);
   }
 

@@ -1,3 +1,4 @@
+import { readStoredAnswers } from '../steps/answers-state.js';
 import { UsageError } from '../errors.js';
 import type { Host } from '../host/index.js';
 import { DoctorContext } from './context.js';
@@ -76,7 +77,7 @@ export function summarize(reports: readonly CheckReport[]): Record<CheckStatus, 
 
 export async function runDoctor(host: Host, options: { names: readonly string[]; fix: boolean }): Promise<DoctorReport> {
   const checks = selectChecks(options.names);
-  const ctx = new DoctorContext(host);
+  const ctx = new DoctorContext(host, (await readStoredAnswers(host))?.serviceOverrides);
   const first = await runChecks(ctx, checks);
   if (!options.fix) return report(first);
   const wanted = new Set(first.filter((r) => r.status === 'fail' || r.status === 'warn').flatMap((r) => (r.action ? [r.action] : [])));

@@ -56,7 +56,7 @@ async function enforce(host: Host, options: GuardOptions): Promise<GuardOutcome>
     throw new DeployError(`no stored answers at ${LAYOUT.answersFile}: the guard does not know the service API key and model`, 'run `service-deploy install` on this server first');
   }
   host.redactor.add(answers.apiKey, answers.mcpToken);
-  const profile = loadProfile(host.env);
+  const profile = loadProfile(host.env, answers.serviceOverrides);
 
   const [text, configInfo] = await Promise.all([host.files.read(LAYOUT.runtimeConfig), host.files.stat(LAYOUT.runtimeConfig)]);
   if (text === undefined) {

@@ -15,12 +15,13 @@ import { resolveAnswers, type AnswerFlags } from './answers.js';
 /** `service-deploy render FILE`: what the install would write, for review. Writes nothing. */
 export async function runRender(args: RenderArgs): Promise<void> {
   const host = createHost({ verbose: args.verbose });
-  const profile = loadProfile(host.env);
+  const current = await readStoredAnswers(host);
+  const profile = loadProfile(host.env, current?.serviceOverrides);
   const components = loadComponents(host.env);
   const answers = await resolveAnswers({
     flags: args as AnswerFlags,
     env: host.env,
-    current: await readStoredAnswers(host),
+    current,
     defaultModelId: profile.defaultModelId,
     readUserFile: (p) => fs.readFile(path.resolve(p), 'utf8'),
     needMeshAuthKey: false,

@@ -34,7 +34,8 @@ export async function runInstall(args: InstallArgs): Promise<void> {
  * pipeline under the install lock. Bad answers end the run before anything is written.
  */
 export async function installWithLock({ host, args, steps }: InstallRun): Promise<PipelineOutcome> {
-  const profile = loadProfile(host.env);
+  const current = await readStoredAnswers(host);
+  const profile = loadProfile(host.env, current?.serviceOverrides);
   const components = loadComponents(host.env);
   const catalog = Boolean(args.catalog);
   const interactive = !catalog && !args.nonInteractive && !args.json && Boolean(process.stdin.isTTY && process.stdout.isTTY);
@@ -44,7 +45,7 @@ export async function installWithLock({ host, args, steps }: InstallRun): Promis
   const answers = await resolveAnswers({
     flags: args as AnswerFlags,
     env: host.env,
-    current: await readStoredAnswers(host),
+    current,
     defaultModelId: profile.defaultModelId,
     readUserFile: (p) => fs.readFile(path.resolve(p), 'utf8'),
     prompter: interactive ? await (await import('./prompter.js')).terminalPrompter() : undefined,

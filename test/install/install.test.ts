@@ -206,6 +206,20 @@ describe('install in a sandbox root', () => {
     expect(result.stderr).toContain('run the install again');
   });
 
+  it('records service profile overrides so the hourly guard (run without them) keeps the deployment', async () => {
+    const sb = await installed();
+    const stored = JSON.parse(sb.read('var/lib/service-deploy/answers.json')!);
+    expect(stored.serviceOverrides.SERVICE_AI_GATEWAY_URL).toBe('http://127.0.0.1:9/v1');
+    const env = sb.env({ SERVICE_AI_GATEWAY_URL: undefined, SERVICE_MCP_URL: undefined } as unknown as Record<string, string>);
+    expect(env.SERVICE_AI_GATEWAY_URL).toBeUndefined();
+    const before = sb.read(CONFIG);
+    const guard = await execa(path.join(process.cwd(), 'dist/service-deploy'), ['guard'], { env, extendEnv: false, reject: false });
+    expect(guard.exitCode, guard.stderr).toBe(0);
+    expect(sb.read(CONFIG)).toBe(before);
+    const rerun = await execa(path.join(process.cwd(), 'dist/service-deploy'), ['install', '--non-interactive', '--json'], { env, extendEnv: false, reject: false });
+    expect(JSON.parse(rerun.stdout).recap.changed).toBe(0);
+  });
+
   it('render prints the runtime config with secrets masked unless --show-secrets', async () => {
     const sb = await installed();
     const env = sb.env();

@@ -19,7 +19,7 @@ function finalState(sb: Sandbox) {
   return {
     // Each sandbox has its own loopback MCP stand-in; the rest must match exactly.
     config: JSON.parse((sb.read('root/.openclaw/openclaw.json') ?? 'null').replace(sb.mcp.url, 'MCP_URL')),
-    answers: sb.read('var/lib/service-deploy/answers.json'),
+    answers: sb.read('var/lib/service-deploy/answers.json')?.replace(sb.mcp.url, 'MCP_URL'),
     unit: sb.read('root/.config/systemd/user/openclaw-gateway.service'),
     cron: sb.read('etc/cron.d/service-guard'),
     guard: sb.read('usr/local/bin/service-guard.sh'),
