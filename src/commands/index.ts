@@ -9,7 +9,7 @@ import { devicesCommand } from './devices.js';
 import { doctorCommand } from './doctor.js';
 import { gatewayCommand } from './gateway.js';
 import { guardCommand } from './guard.js';
-import { statusCommand } from './stubs.js';
+import { statusCommand } from './status.js';
 
 /** The static command registry (no commandDir: it scans the disk, which a single binary does not have). */
 export const commands: CommandModule<any, any>[] = [

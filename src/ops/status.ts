@@ -1,0 +1,68 @@
+import type { GlobalOptions } from '../commands/shared.js';
+import { loadComponents } from '../components.js';
+import { createHost, type Host } from '../host/index.js';
+import { LAYOUT } from '../layout.js';
+import { printJson, printLine } from '../output.js';
+import { readStoredAnswers } from '../steps/answers-state.js';
+import { probeHealth } from '../steps/health.js';
+import { GLOBAL_MODULES, PLUGIN_PREFIX, installedPackageVersion } from '../steps/lib/runtime.js';
+import { meshStatus } from '../steps/mesh-client.js';
+
+export interface StatusReport {
+  deployed: boolean;
+  customer?: string;
+  model?: string;
+  meshHostname?: string;
+  channel: boolean;
+  components: Record<string, { installed?: string; pinned: string }>;
+  services: { gateway: boolean; health: boolean; mesh: 'running' | 'logged-out' | 'not-installed'; serving: boolean };
+}
+
+/** What is deployed, read-only and quick; `doctor` is the one that judges it. */
+export async function collectStatus(host: Host): Promise<StatusReport> {
+  const components = loadComponents(host.env);
+  const [answers, node, openclaw, qmd, lossless, gateway, health, mesh, channel] = await Promise.all([
+    readStoredAnswers(host),
+    host.exec.run(host.paths.real(`${LAYOUT.nodePrefix}/bin/node`), ['--version'], { allowFailure: true }),
+    installedPackageVersion(host, GLOBAL_MODULES, components.openclaw.package),
+    installedPackageVersion(host, GLOBAL_MODULES, components.qmd.package),
+    installedPackageVersion(host, `${PLUGIN_PREFIX}/node_modules`, components.losslessClaw.package),
+    host.services.isActive('user', LAYOUT.gatewayUnit).catch(() => false),
+    probeHealth(host),
+    meshStatus(host).catch(() => ({ installed: false, running: false, serving: false })),
+    host.files.exists(LAYOUT.channelEnv),
+  ]);
+  return {
+    deployed: answers !== undefined,
+    customer: answers?.customerName,
+    model: answers?.modelId,
+    meshHostname: answers?.meshHostname,
+    channel,
+    components: {
+      node: { installed: node.exitCode === 0 ? node.stdout.trim().replace(/^v/, '') : undefined, pinned: components.node.version },
+      openclaw: { installed: openclaw, pinned: components.openclaw.version },
+      qmd: { installed: qmd, pinned: components.qmd.version },
+      'lossless-claw': { installed: lossless, pinned: components.losslessClaw.version },
+    },
+    services: {
+      gateway,
+      health: health.ok,
+      mesh: !mesh.installed ? 'not-installed' : mesh.running ? 'running' : 'logged-out',
+      serving: mesh.serving,
+    },
+  };
+}
+
+export async function runStatus(args: GlobalOptions): Promise<void> {
+  const report = await collectStatus(createHost({ verbose: args.verbose }));
+  if (args.json) return printJson(report);
+  if (!report.deployed) printLine('No deployment found on this server (run `service-deploy install`).');
+  else printLine(`customer ${report.customer}  model ${report.model}  mesh ${report.meshHostname}  channel ${report.channel ? 'on' : 'off'}`);
+  for (const [name, c] of Object.entries(report.components)) {
+    const mark = c.installed === c.pinned ? 'ok  ' : c.installed ? 'diff' : '--  ';
+    printLine(`${mark} ${name.padEnd(14)} ${(c.installed ?? 'not installed').padEnd(14)} pinned ${c.pinned}`);
+  }
+  const s = report.services;
+  printLine(`gateway ${s.gateway ? 'active' : 'inactive'}, /healthz ${s.health ? 'ok' : 'not answering'}, mesh ${s.mesh}${s.serving ? ' (serving)' : ''}`);
+  printLine('For a diagnosis with fixes: service-deploy doctor');
+}

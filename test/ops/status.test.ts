@@ -1,0 +1,37 @@
+import { execa } from 'execa';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { BINARY } from '../helpers/binary.js';
+import { FIRST_INSTALL, NODE_VERSION, OPENCLAW_VERSION, makeSandbox, type Sandbox } from '../helpers/sandbox.js';
+
+const sandboxes: Sandbox[] = [];
+afterAll(async () => Promise.all(sandboxes.map((s) => s.close())));
+
+describe('status', () => {
+  it('says nothing is deployed on a fresh server, then reports the deployment', async () => {
+    const sb = await makeSandbox();
+    sandboxes.push(sb);
+    const before = await execa(BINARY, ['status', '--json'], { env: sb.env(), extendEnv: false });
+    const empty = JSON.parse(before.stdout);
+    expect(empty.deployed).toBe(false);
+    expect(empty.components.openclaw.installed).toBeUndefined();
+    expect(empty.services.mesh).toBe('not-installed');
+
+    await sb.install(FIRST_INSTALL.args, FIRST_INSTALL.env);
+    const after = JSON.parse((await execa(BINARY, ['status', '--json'], { env: sb.env(), extendEnv: false })).stdout);
+    expect(after).toMatchObject({
+      deployed: true,
+      customer: 'Acme Dental GmbH',
+      model: 'claude-sonnet-4-5',
+      meshHostname: 'openclaw-acme-dental-gmbh',
+      channel: false,
+      components: { node: { installed: NODE_VERSION, pinned: NODE_VERSION }, openclaw: { installed: OPENCLAW_VERSION } },
+      services: { gateway: true, health: true, mesh: 'running', serving: true },
+    });
+    const text = await execa(BINARY, ['status'], { env: sb.env(), extendEnv: false });
+    expect(text.stdout).toContain('customer Acme Dental GmbH');
+    expect(text.stdout).toMatch(/ok {3}openclaw/);
+    for (const secret of Object.values(FIRST_INSTALL.env)) expect(text.stdout + before.stdout).not.toContain(secret);
+    expect(path.isAbsolute(BINARY)).toBe(true);
+  });
+});
