@@ -26,7 +26,8 @@ const TARGETS = [
   { arch: 'arm64', strip: ['aarch64-linux-gnu-strip', 'llvm-strip'] },
 ];
 const hostArch = process.arch;
-const only = process.env.SERVICE_DEPLOY_BUILD_ARCH; // e.g. "x64" for a quicker local build
+// --native (or SERVICE_DEPLOY_BUILD_ARCH=x64|arm64): one target only, for a quicker local build.
+const only = process.argv.includes('--native') ? hostArch : process.env.SERVICE_DEPLOY_BUILD_ARCH;
 
 fs.mkdirSync(build, { recursive: true });
 fs.mkdirSync(dist, { recursive: true });
