@@ -57,7 +57,7 @@ export class NonceStore {
       data = JSON.parse(text);
     } catch {
       // Fail closed: accepting requests with a forgotten nonce list would allow replays.
-      throw new NonceStoreError(`${this.file} is not valid JSON; move it aside after ${5} minutes to reset it`);
+      throw new NonceStoreError(`${this.file} is not valid JSON; after 5 minutes none of its nonces matter: move it aside then to reset it`);
     }
     const nonces = data && typeof data.nonces === "object" && data.nonces ? data.nonces : {};
     this.entries = new Map(Object.entries(nonces).filter(([, expires]) => typeof expires === "number"));
