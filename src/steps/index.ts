@@ -2,6 +2,7 @@ import type { Step } from '../install/step.js';
 import { agentRuntimeStep } from './agent-runtime.js';
 import { answersStateStep } from './answers-state.js';
 import { browserStep } from './browser.js';
+import { channelSteps } from './channel.js';
 import { gatewayServiceStep } from './gateway-service.js';
 import { guardStep } from './guard.js';
 import { healthStep } from './health.js';
@@ -28,6 +29,8 @@ export function installSteps(): Step[] {
     mcpStep,
     browserStep,
     answersStateStep,
+    // Skipped unless --channel or --catalog: channel.env, plugin, drop-in, TLS, nginx.
+    ...channelSteps,
     runtimeConfigStep,
     gatewayServiceStep,
     guardStep,

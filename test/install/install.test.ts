@@ -53,7 +53,12 @@ describe('install in a sandbox root', () => {
     expect(out.recap.failed).toBe(0);
     expect(out.steps.map((s: { id: string }) => s.id)).toEqual([
       'preflight', 'package-lock', 'system-packages', 'node-runtime', 'agent-runtime', 'mesh-client', 'memory',
-      'context-engine', 'mcp', 'browser', 'answers', 'runtime-config', 'gateway-service', 'guard', 'health',
+      'context-engine', 'mcp', 'browser', 'answers', 'channel-env', 'channel-plugin', 'channel-drop-in', 'channel-tls',
+      'channel-nginx', 'runtime-config', 'gateway-service', 'guard', 'health',
+    ]);
+    // The channel endpoint is the catalog deploy's (or --channel's) only.
+    expect(out.steps.filter((s: { status: string }) => s.status === 'skipped').map((s: { id: string }) => s.id)).toEqual([
+      'channel-env', 'channel-plugin', 'channel-drop-in', 'channel-tls', 'channel-nginx',
     ]);
 
     const cfg = config(sb);
@@ -218,6 +223,57 @@ describe('install in a sandbox root', () => {
     expect(sb.read(CONFIG)).toBe(before);
     const rerun = await execa(path.join(process.cwd(), 'dist/service-deploy'), ['install', '--non-interactive', '--json'], { env, extendEnv: false, reject: false });
     expect(JSON.parse(rerun.stdout).recap.changed).toBe(0);
+  });
+
+  it('--catalog: non-interactive, channel endpoint configured, JSON result; a re-run changes nothing', async () => {
+    const sb = await fresh();
+    const result = await sb.install(['--catalog', '--customer-name', 'Catalog Co'], FIRST_INSTALL.env);
+    expect(result.exitCode, String(result.stderr)).toBe(0);
+    const out = JSON.parse(String(result.stdout));
+    expect(out.ok).toBe(true);
+    expect(out.steps.filter((s: { status: string }) => s.status === 'skipped')).toEqual([]);
+    const env = sb.read('root/.openclaw/channel.env')!;
+    expect(env).toMatch(/^SERVICE_CHANNEL_TOKEN=\S{24,}$/m);
+    expect(env).toMatch(/^SERVICE_CHANNEL_KNOCK=\S{24,}$/m);
+    expect(env).toMatch(/^SERVICE_TS_HOSTNAME=openclaw-catalog-co$/m);
+    expect(sb.stat('root/.openclaw/channel.env')!.mode & 0o777).toBe(0o600);
+    expect(sb.read('root/.config/systemd/user/openclaw-gateway.service.d/service-env.conf')).toContain('EnvironmentFile=-/root/.openclaw/channel.env');
+    const site = sb.read('etc/nginx/conf.d/service-channel.conf')!;
+    expect(site).toContain('limit_conn service_cn 3;');
+    expect(site).not.toMatch(/limit_conn\s+zone=/);
+    expect(sb.stat('etc/nginx/conf.d/service-channel.conf')!.mode & 0o777).toBe(0o600);
+    expect(config(sb).plugins.entries['service-channel']).toEqual({ enabled: true });
+    expect(gatewayStarts(sb)).toBe(1);
+    expect(worldReadableSecrets(sb)).toEqual([]);
+    const token = /^SERVICE_CHANNEL_TOKEN=(\S+)$/m.exec(env)![1]!;
+    expect(fs.readFileSync(sb.log, 'utf8')).not.toContain(token);
+
+    const again = await sb.install(['--catalog'], {});
+    const rerun = JSON.parse(String(again.stdout));
+    expect(rerun.recap.changed, JSON.stringify(rerun.steps.filter((s: { status: string }) => s.status !== 'ok'))).toBe(0);
+    expect(sb.read('root/.openclaw/channel.env')).toBe(env);
+    expect(gatewayStarts(sb)).toBe(1);
+
+    // render shows the same files, secrets masked.
+    const bin = path.join(process.cwd(), 'dist/service-deploy');
+    const renderedSite = await execa(bin, ['render', 'nginx'], { env: sb.env(), extendEnv: false, stripFinalNewline: false });
+    const knock = /^SERVICE_CHANNEL_KNOCK=(\S+)$/m.exec(env)![1]!;
+    expect(renderedSite.stdout).toBe(site.split(knock).join('****'));
+    const renderedEnv = await execa(bin, ['render', 'channel-env', '--show-secrets'], { env: sb.env(), extendEnv: false, stripFinalNewline: false });
+    expect(renderedEnv.stdout).toBe(env);
+  });
+
+  it('--rotate-channel-secrets issues a new token and knock; portal-given values win', async () => {
+    const sb = await fresh();
+    await sb.install(['--catalog', '--customer-name', 'Rotate Co'], FIRST_INSTALL.env);
+    const before = sb.read('root/.openclaw/channel.env')!;
+    const rotated = await sb.install(['--catalog', '--rotate-channel-secrets'], {});
+    expect(rotated.exitCode, String(rotated.stderr)).toBe(0);
+    const after = sb.read('root/.openclaw/channel.env')!;
+    expect(after).not.toBe(before);
+    const portalToken = 'portal-token-0123456789abcdefghij';
+    await sb.install(['--catalog'], { SERVICE_CHANNEL_TOKEN: portalToken });
+    expect(sb.read('root/.openclaw/channel.env')).toContain(`SERVICE_CHANNEL_TOKEN=${portalToken}`);
   });
 
   it('render prints the runtime config with secrets masked unless --show-secrets', async () => {
