@@ -18,6 +18,7 @@ import * as esbuild from 'esbuild';
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const build = path.join(repo, 'build');
 const dist = path.join(repo, 'dist');
+const bundleFile = path.join(build, 'service-deploy.cjs');
 const pkg = JSON.parse(fs.readFileSync(path.join(repo, 'package.json'), 'utf8'));
 const lock = JSON.parse(fs.readFileSync(path.join(repo, 'package-lock.json'), 'utf8'));
 const SENTINEL = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2';
@@ -66,7 +67,7 @@ console.error(`built service-deploy ${version} in ${((Date.now() - started) / 10
 async function bundle() {
   await esbuild.build({
     entryPoints: [path.join(repo, 'src/main.ts')],
-    outfile: path.join(build, 'service-deploy.cjs'),
+    outfile: bundleFile,
     bundle: true,
     platform: 'node',
     format: 'cjs',
@@ -88,13 +89,26 @@ async function bundle() {
 function buildTarget({ arch, strip }) {
   const templates = fs.readdirSync(path.join(repo, 'templates')).sort();
   const base = JSON.parse(fs.readFileSync(path.join(repo, 'sea-config.json'), 'utf8'));
+  // The SEA entry is a small loader; the program itself and its code cache are assets.
+  const cache = path.join(build, `code-cache-${arch}.bin`);
+  fs.rmSync(cache, { force: true });
+  if (base.useCodeCache && arch === hostArch) {
+    // Made by the same Node (V8) as the target: a cache is only valid for the V8 that made it.
+    execFileSync(nodeBinary(arch).binary, [path.join(repo, 'scripts/code-cache.cjs'), bundleFile, cache], {
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
+  }
   const config = {
     ...base,
     main: path.join(repo, base.main),
     output: path.join(build, `sea-prep-${arch}.blob`),
-    // A code cache is only valid for the V8 that made it: cross-built targets go without.
+    // Node's own code cache of the loader: as above, only for a native build.
     useCodeCache: base.useCodeCache && arch === hostArch,
-    assets: Object.fromEntries(templates.map((name) => [`templates/${name}`, path.join(repo, 'templates', name)])),
+    assets: {
+      ...Object.fromEntries(templates.map((name) => [`templates/${name}`, path.join(repo, 'templates', name)])),
+      'service-deploy.cjs': bundleFile,
+      ...(fs.existsSync(cache) ? { 'code-cache.bin': cache } : {}),
+    },
   };
   const configPath = path.join(build, `sea-config-${arch}.json`);
   fs.writeFileSync(configPath, JSON.stringify(config, null, 2));

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the tests use (real nginx, openssl, shellcheck, a strip
-# for the arm64 build, python3 for fcntl lock holders), when missing. Idempotent.
+# for the arm64 build and qemu with arm64 libraries to run it, python3 for fcntl lock
+# holders and the pty driver), when missing. Idempotent.
 set -euo pipefail
-packages=(nginx openssl shellcheck binutils-aarch64-linux-gnu python3 file curl)
+packages=(nginx openssl shellcheck binutils-aarch64-linux-gnu qemu-user-static libc6-arm64-cross libstdc++6-arm64-cross python3 file curl)
 missing=()
 for pkg in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")

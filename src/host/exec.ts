@@ -1,4 +1,7 @@
 import { execa } from 'execa';
+import { constants } from 'node:fs';
+import { access } from 'node:fs/promises';
+import path from 'node:path';
 import { CommandError } from '../errors.js';
 import type { Logger } from './log.js';
 import type { Redactor } from './redact.js';
@@ -75,9 +78,6 @@ export class Exec {
 
   /** Full path of `command` on PATH, or undefined. */
   async which(command: string): Promise<string | undefined> {
-    const { access } = await import('node:fs/promises');
-    const { constants } = await import('node:fs');
-    const path = await import('node:path');
     for (const dir of (this.baseEnv.PATH ?? '').split(':')) {
       if (!dir) continue;
       const candidate = path.join(dir, command);

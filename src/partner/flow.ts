@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import { DeployError, UsageError } from '../errors.js';
 import { Logger } from '../host/log.js';
 import { Redactor } from '../host/redact.js';
@@ -315,7 +316,6 @@ function prepare(options: CommonOptions, context: PartnerContext, profile: Servi
 
 /** The context of a real run: this process's environment, files, stdin and streams. */
 export async function processContext(): Promise<PartnerContext> {
-  const fs = await import('node:fs');
   return {
     env: process.env,
     readFile: (path) => fs.readFileSync(path, 'utf8'),
