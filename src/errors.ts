@@ -4,10 +4,11 @@
  * Every message ends with what to do next, in `hint`.
  */
 export const ExitCode = { ok: 0, failure: 1, usage: 2 } as const;
-export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
+/** The shared codes above, or a command family's own (partner: 10-15). */
+export type ExitCode = number;
 
 export class DeployError extends Error {
-  readonly exitCode: ExitCode = ExitCode.failure;
+  readonly exitCode: ExitCode = ExitCode.failure as ExitCode;
   constructor(
     message: string,
     readonly hint?: string,
@@ -20,7 +21,7 @@ export class DeployError extends Error {
 
 /** Bad flags, bad answers, bad input files: exit 2, and nothing on disk changed. */
 export class UsageError extends DeployError {
-  override readonly exitCode = ExitCode.usage;
+  override readonly exitCode: ExitCode = ExitCode.usage;
 }
 
 /** Another run holds a lock we need. */
@@ -39,7 +40,7 @@ export class CommandError extends DeployError {
 
 /** The user cancelled a prompt (Ctrl-C): not a failure. */
 export class CancelledError extends DeployError {
-  override readonly exitCode = ExitCode.ok;
+  override readonly exitCode: ExitCode = ExitCode.ok;
 }
 
 export function exitCodeOf(error: unknown): ExitCode {

@@ -1,4 +1,10 @@
+import fs from 'node:fs/promises';
+import path from 'node:path';
 import JSON5 from 'json5';
+import { loadComponents, type Components } from '../components.js';
+import type { Host } from '../host/index.js';
+import { loadProfile, type ServiceProfile } from '../profile.js';
+import { readStoredAnswers } from '../steps/answers-state.js';
 import {
   ANSWER_FIELDS,
   ANSWER_SOURCES,
@@ -194,4 +200,26 @@ async function readOrFail(inputs: AnswerInputs, path: string, flag: string): Pro
 
 function firstLine(text: string): string {
   return text.split(/\r?\n/)[0]!.trim();
+}
+
+/** What every command that acts on a deployment starts from: recorded state, profile, pins, answers. */
+export async function resolveDeploymentInputs(
+  host: Host,
+  flags: AnswerFlags,
+  options: { prompter?: Prompter; needMeshAuthKey?: boolean } = {},
+): Promise<{ current?: StoredAnswers; profile: ServiceProfile; components: Components; answers: Answers }> {
+  const current = await readStoredAnswers(host);
+  const profile = loadProfile(host.env, current?.serviceOverrides);
+  const components = loadComponents(host.env);
+  const answers = await resolveAnswers({
+    flags,
+    env: host.env,
+    current,
+    defaultModelId: profile.defaultModelId,
+    readUserFile: (p) => fs.readFile(path.resolve(p), 'utf8'),
+    prompter: options.prompter,
+    needMeshAuthKey: options.needMeshAuthKey,
+  });
+  host.redactor.add(answers.apiKey, answers.meshAuthKey, answers.mcpToken);
+  return { current, profile, components, answers };
 }

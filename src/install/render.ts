@@ -1,35 +1,19 @@
-import fs from 'node:fs/promises';
-import path from 'node:path';
 import type { RenderArgs } from '../commands/render.js';
-import { loadComponents } from '../components.js';
 import { serializeRuntimeConfig } from '../config/runtime-config.js';
 import { DeployError } from '../errors.js';
 import { createHost } from '../host/index.js';
-import { loadProfile } from '../profile.js';
-import { readStoredAnswers } from '../steps/answers-state.js';
 import { gatewayUnitFile } from '../steps/gateway-service.js';
 import { guardCron, guardScript } from '../steps/guard.js';
 import { desiredFor, readRuntimeConfig } from '../steps/runtime-config.js';
 import { PRODUCTION_SITE, renderNginxSite } from '../channel/nginx.js';
 import { channelDropInContent, channelEnvContent, channelSecrets } from '../steps/channel.js';
-import { resolveAnswers, type AnswerFlags } from './answers.js';
+import { resolveDeploymentInputs, type AnswerFlags } from './answers.js';
 import type { InstallContext } from './step.js';
 
 /** `service-deploy render FILE`: what the install would write, for review. Writes nothing. */
 export async function runRender(args: RenderArgs): Promise<void> {
   const host = createHost({ verbose: args.verbose });
-  const current = await readStoredAnswers(host);
-  const profile = loadProfile(host.env, current?.serviceOverrides);
-  const components = loadComponents(host.env);
-  const answers = await resolveAnswers({
-    flags: args as AnswerFlags,
-    env: host.env,
-    current,
-    defaultModelId: profile.defaultModelId,
-    readUserFile: (p) => fs.readFile(path.resolve(p), 'utf8'),
-    needMeshAuthKey: false,
-  });
-  host.redactor.add(answers.apiKey, answers.meshAuthKey, answers.mcpToken);
+  const { profile, components, answers } = await resolveDeploymentInputs(host, args as AnswerFlags, { needMeshAuthKey: false });
   const channel = Boolean(args.channel || args.catalog);
 
   let text: string;

@@ -3,20 +3,13 @@ import { CancelledError, UsageError } from '../errors.js';
 import type { Host } from '../host/index.js';
 import { LAYOUT } from '../layout.js';
 import { printJson, printLine } from '../output.js';
-import { writeBackup } from './backup.js';
+import { BACKUP_PATHS, writeBackup } from './backup.js';
 
 /** Everything --reset-clean removes (the service-deploy binary stays, for `restore`). */
 export const RESET_REMOVES = [
-  LAYOUT.runtimeDir,
+  ...BACKUP_PATHS,
   '/opt/service-deploy',
   LAYOUT.openclawWrapper,
-  LAYOUT.stateDir,
-  LAYOUT.gatewayUnitFile,
-  LAYOUT.gatewayDropInDir,
-  LAYOUT.nginxSite,
-  LAYOUT.tlsDir,
-  LAYOUT.guardCron,
-  LAYOUT.guardScript,
   '/etc/apt/sources.list.d/tailscale.list',
   '/usr/share/keyrings/tailscale-archive-keyring.gpg',
 ];

@@ -1,15 +1,10 @@
-import fs from 'node:fs/promises';
-import path from 'node:path';
 import type { InstallArgs } from '../commands/install.js';
-import { loadComponents } from '../components.js';
 import { UsageError } from '../errors.js';
 import { createHost, type Host } from '../host/index.js';
 import { LAYOUT } from '../layout.js';
 import { printJson, printLine } from '../output.js';
-import { loadProfile } from '../profile.js';
 import { installSteps } from '../steps/index.js';
-import { readStoredAnswers } from '../steps/answers-state.js';
-import { resolveAnswers, type AnswerFlags } from './answers.js';
+import { resolveDeploymentInputs, type AnswerFlags } from './answers.js';
 import { formatRecap, runPipeline, type PipelineOutcome, type Renderer } from './pipeline.js';
 import type { InstallOptions, Step } from './step.js';
 
@@ -34,23 +29,14 @@ export async function runInstall(args: InstallArgs): Promise<void> {
  * pipeline under the install lock. Bad answers end the run before anything is written.
  */
 export async function installWithLock({ host, args, steps }: InstallRun): Promise<PipelineOutcome> {
-  const current = await readStoredAnswers(host);
-  const profile = loadProfile(host.env, current?.serviceOverrides);
-  const components = loadComponents(host.env);
   const catalog = Boolean(args.catalog);
   const interactive = !catalog && !args.nonInteractive && !args.json && Boolean(process.stdin.isTTY && process.stdout.isTTY);
   const lockTimeout = args.lockTimeout ?? 300;
   if (!Number.isFinite(lockTimeout) || lockTimeout < 0) throw new UsageError('--lock-timeout must be a number of seconds >= 0');
 
-  const answers = await resolveAnswers({
-    flags: args as AnswerFlags,
-    env: host.env,
-    current,
-    defaultModelId: profile.defaultModelId,
-    readUserFile: (p) => fs.readFile(path.resolve(p), 'utf8'),
-    prompter: interactive ? await (await import('./prompter.js')).terminalPrompter() : undefined,
-  });
-  host.redactor.add(answers.apiKey, answers.meshAuthKey, answers.mcpToken);
+  // Every question is asked before the task list starts.
+  const prompter = interactive ? await (await import('./prompter.js')).terminalPrompter() : undefined;
+  const { profile, components, answers } = await resolveDeploymentInputs(host, args as AnswerFlags, { prompter });
 
   const options: InstallOptions = {
     check: Boolean(args.check),

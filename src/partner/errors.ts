@@ -23,9 +23,7 @@ export const PartnerExitCode = {
   timeout: 15,
 } as const;
 
-// src/errors.ts types exitCode as the shared 0 | 1 | 2; the catch in cli.ts passes any
-// number through to process.exitCode, so the partner codes are widened here, once.
-const asExitCode = (code: (typeof PartnerExitCode)[keyof typeof PartnerExitCode]) => code as number as ExitCode;
+const asExitCode = (code: (typeof PartnerExitCode)[keyof typeof PartnerExitCode]): ExitCode => code;
 
 /** The API answered with an error status; `status` and the server's own words are kept. */
 export class PartnerApiError extends DeployError {
