@@ -1,0 +1,97 @@
+// Secret scans of the e2e: process arguments during the run, the install log, and
+// every world-readable file of the container.
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Container } from './container.js';
+
+export type Secrets = Record<string, string>;
+
+/** Masks a secret for a report: its name and last 4 characters. */
+export function mask(name: string, value: string): string {
+  return `${name} (****${value.slice(-4)})`;
+}
+
+/**
+ * Polls the argv of every process (every 100 ms) for the secrets. The container's PID
+ * namespace is a child of the host's, so /proc on the host lists every process of the
+ * container too (what `ps -eo args` shows inside, and more).
+ */
+export class ArgvWatch {
+  samples = 0;
+  processesSeen = 0;
+  readonly leaks = new Map<string, string>();
+  private timer: NodeJS.Timeout | undefined;
+  private seen = new Set<string>();
+
+  constructor(private readonly secrets: () => Secrets) {}
+
+  start(): void {
+    this.timer = setInterval(() => this.sample(), 100);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.sample();
+  }
+
+  sample(): void {
+    this.samples++;
+    const secrets = Object.entries(this.secrets()).filter(([, v]) => v.length >= 8);
+    for (const pid of fs.readdirSync('/proc')) {
+      if (!/^\d+$/.test(pid)) continue;
+      let argv: string;
+      try {
+        argv = fs.readFileSync(`/proc/${pid}/cmdline`, 'latin1');
+      } catch {
+        continue; // exited meanwhile
+      }
+      const key = `${pid}:${argv.length}:${argv.slice(0, 40)}`;
+      if (!this.seen.has(key)) {
+        this.seen.add(key);
+        this.processesSeen++;
+      }
+      for (const [name, value] of secrets) {
+        if (argv.includes(value)) {
+          const comm = argv.split('\0')[0] ?? '?';
+          this.leaks.set(`${name} in the arguments of ${path.basename(comm)} (pid ${pid})`, mask(name, value));
+        }
+      }
+    }
+  }
+}
+
+/** Writes the secrets as a grep pattern file inside the container (0600, under 0700 /root). */
+function writePatterns(container: Container, secrets: Secrets): string {
+  const file = '/root/e2e/secret-patterns';
+  const real = container.hostPath(file);
+  fs.writeFileSync(real, Object.values(secrets).filter((v) => v.length >= 8).join('\n') + '\n', { mode: 0o600 });
+  fs.chmodSync(real, 0o600);
+  return file;
+}
+
+/**
+ * Files under /root /etc /var /opt /usr/local /tmp with the "other" read bit set (the
+ * mode alone, whatever the folders above allow) that contain a secret; grep reads the
+ * patterns from a 0600 file, never argv. Returns the offending paths.
+ */
+export async function scanWorldReadable(container: Container, secrets: Secrets): Promise<{ files: string[]; scanned: number }> {
+  const patterns = writePatterns(container, secrets);
+  const script = `
+set -u
+list=$(mktemp); chmod 600 "$list"
+find /root /etc /var /opt /usr/local /tmp -type f -perm -o=r -print0 2>/dev/null >"$list"
+echo "scanned $(tr -cd '\\0' <"$list" | wc -c)"
+xargs -0 -r grep -l -F -f ${patterns} -- <"$list" 2>/dev/null || true
+rm -f "$list"`;
+  const out = await container.ok(script, { timeoutMs: 5 * 60_000 });
+  const [first, ...rest] = out.split('\n');
+  return { scanned: Number(/scanned (\d+)/.exec(first ?? '')?.[1] ?? 0), files: rest.filter(Boolean) };
+}
+
+/** The given files (inside the container) that contain a secret. */
+export async function filesWithSecrets(container: Container, secrets: Secrets, files: string[]): Promise<string[]> {
+  const patterns = writePatterns(container, secrets);
+  const out = await container.ok(`for f in ${files.map((f) => `'${f}'`).join(' ')}; do [ -f "$f" ] && grep -l -F -f ${patterns} -- "$f"; done; true`);
+  return out.split('\n').filter(Boolean);
+}

@@ -1,0 +1,307 @@
+// Real-server end to end (issue 7): the product deployed on a booted Debian 12 systemd
+// container the way a partner runs it, `curl <setup>/install.sh | bash -s -- --catalog`,
+// then operated: re-run, model change, tampering + guard + doctor, reset and restore.
+// Run with `npm run test:e2e` (scripts/e2e.mjs); docs/e2e.md says what is real and what
+// is a stand-in.
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { REPO } from '../helpers/binary.js';
+import { cleanupTempDirs } from '../helpers/tmp.js';
+import { E2E_CACHE } from './artifacts.js';
+import { CHANNEL_PORT, GATEWAY_PORT, GATEWAY_UNIT, World, channelPost, log, seconds, timeSplit, type InstallRun } from './harness.js';
+import { filesWithSecrets, scanWorldReadable } from './secrets.js';
+
+const components = JSON.parse(fs.readFileSync(path.join(REPO, 'templates/components.json'), 'utf8'));
+const profile = JSON.parse(fs.readFileSync(path.join(REPO, 'templates/service-profile.json'), 'utf8'));
+const PROVIDER: string = profile.gatewayProviderName;
+const DEFAULT_MODEL: string = profile.defaultModelId;
+const NEW_MODEL = 'e2e-model-2';
+const USER_ENV = 'XDG_RUNTIME_DIR=/run/user/0';
+const LOGS = ['/var/log/service-deploy/install.log', '/var/log/service-deploy/guard.log', '/var/log/service-deploy/guard.log.1'];
+
+const world = new World();
+const report: Record<string, unknown> = { startedAt: new Date().toISOString() };
+let broken: string | undefined;
+const started = Date.now();
+
+/** A scenario step: skipped once an earlier one failed (they build on each other). */
+function step(name: string, timeoutMs: number, fn: () => Promise<void>): void {
+  it(name, async (ctx) => {
+    if (broken) ctx.skip(`an earlier step failed: ${broken}`);
+    const t = Date.now();
+    try {
+      await fn();
+      log(`ok   ${name} (${seconds(Date.now() - t)})`);
+    } catch (error) {
+      broken = name;
+      log(`FAIL ${name} (${seconds(Date.now() - t)})`);
+      const extra = await world.diagnostics().catch(() => '');
+      const message = world.masked((error as Error).message);
+      throw new Error(`${message}\n--- diagnostics (secrets masked)\n${extra}`, { cause: undefined });
+    }
+  }, timeoutMs);
+}
+
+function expectInstallOk(run: InstallRun): void {
+  const failed = (run.json?.steps ?? []).filter((s: { status: string }) => s.status === 'failed');
+  expect(run.exitCode, `install exit ${run.exitCode}; failed steps: ${JSON.stringify(failed)}\nstderr: ${run.stderr.slice(-3000)}`).toBe(0);
+  expect(run.json?.ok, run.stdout.slice(-3000)).toBe(true);
+}
+
+/** `service-deploy chat` on the server itself (it reads channel.env and trusts the deploy's certificate). */
+async function chat(message: string): Promise<{ reply: string; sessionId: string; model: string }> {
+  const r = await world.deploy(`chat --message '${message}' --json --timeout 120`, { timeoutMs: 180_000 });
+  expect(r.exitCode, `chat exit ${r.exitCode}: ${r.stdout}\n${r.stderr}`).toBe(0);
+  return r.json;
+}
+
+/** Waits until the gateway answers /healthz (after a restart it takes 10-20 s to come up). */
+async function waitHealthy(timeoutMs = 120_000): Promise<number> {
+  const t = Date.now();
+  const r = await world.container.sh(`for i in $(seq 1 ${Math.ceil(timeoutMs / 500)}); do curl -fsS -o /dev/null http://127.0.0.1:${GATEWAY_PORT}/healthz 2>/dev/null && exit 0; sleep 0.5; done; exit 1`, { timeoutMs: timeoutMs + 10_000 });
+  expect(r.exitCode, `the gateway did not answer /healthz within ${seconds(timeoutMs)}`).toBe(0);
+  return Date.now() - t;
+}
+
+async function doctorIds(): Promise<string[]> {
+  const r = await world.deploy('doctor --list-checks --json');
+  expect(r.exitCode, r.stderr).toBe(0);
+  return (r.json as Array<{ id: string }>).map((c) => c.id);
+}
+
+/** Every failing check of a doctor --json result except `os` (Debian 12 is unsupported on purpose). */
+function failing(doctor: any): Array<{ id: string; status: string; message: string }> {
+  return (doctor?.checks ?? []).filter((c: { id: string; status: string }) => c.id !== 'os' && (c.status === 'fail' || c.status === 'crashed'));
+}
+
+beforeAll(async () => {
+  log('setting up: artifacts, loopback stand-ins, container');
+  await world.open();
+}, 15 * 60_000);
+
+afterAll(async () => {
+  report.totalMs = Date.now() - started;
+  report.argvSamples = world.argv.samples;
+  report.processesSeen = world.argv.processesSeen;
+  report.notes = world.notes;
+  report.timings = world.timings;
+  report.failedStep = broken ?? null;
+  await world.close();
+  cleanupTempDirs();
+  fs.mkdirSync(E2E_CACHE, { recursive: true });
+  fs.writeFileSync(path.join(E2E_CACHE, 'last-run.json'), JSON.stringify(report, null, 2) + '\n');
+}, 5 * 60_000);
+
+describe.sequential('a partner deploys and operates the agent on a real server (Debian 12, systemd)', () => {
+  let fresh: InstallRun;
+  let token = '';
+  let knock = '';
+
+  step('1. curl <setup>/install.sh | bash -s -- --catalog (answers in the environment) -> exit 0, JSON result', 15 * 60_000, async () => {
+    fresh = await world.installSh('--catalog');
+    expectInstallOk(fresh);
+    const ids = fresh.json.steps.map((s: { id: string }) => s.id);
+    expect(ids).toEqual(expect.arrayContaining(['preflight', 'system-packages', 'node-runtime', 'agent-runtime', 'mesh-client', 'memory', 'context-engine', 'mcp', 'browser', 'runtime-config', 'gateway-service', 'guard', 'health']));
+    expect(ids.filter((id: string) => id.startsWith('channel')).length, `channel steps in ${ids}`).toBeGreaterThan(0);
+    expect(fresh.stderr).toContain('SERVICE_ALLOW_UNSUPPORTED_OS=1'); // install.sh's warning: Debian is not supported
+    const split = timeSplit(fresh);
+    report.freshInstall = { wallMs: fresh.wallMs, ...split, recap: fresh.json.recap };
+    log(`fresh install: ${seconds(fresh.wallMs)} wall = our work ${seconds(split.oursMs)} + apt/npm downloads ${seconds(split.downloadsMs)} + install.sh/binary download ${seconds(split.bootstrapMs)}`);
+    log(`  ${split.detail}`);
+    const env = world.channelEnv();
+    token = env.SERVICE_CHANNEL_TOKEN ?? '';
+    knock = env.SERVICE_CHANNEL_KNOCK ?? '';
+    expect(token.length).toBeGreaterThanOrEqual(16);
+    expect(knock.length).toBeGreaterThanOrEqual(16);
+    world.secrets.channelToken = token;
+    world.secrets.channelKnock = knock;
+  });
+
+  step('2. gateway user service active with the drop-in variables; /healthz; nginx on 18790; cron entry; mesh client', 3 * 60_000, async () => {
+    const c = world.container;
+    expect(await world.userUnit('ActiveState')).toBe('active');
+    const pid = Number(await world.userUnit('MainPID'));
+    expect(pid).toBeGreaterThan(0);
+    // The running gateway's environment holds channel.env's values (compared inside; values never printed).
+    const envCheck = await c.ok(`set -a; . /root/.openclaw/channel.env; set +a
+for v in SERVICE_CHANNEL_TOKEN SERVICE_CHANNEL_KNOCK SERVICE_TS_HOSTNAME; do
+  want="\${!v}"; have="$(tr '\\0' '\\n' </proc/${pid}/environ | sed -n "s/^$v=//p")"
+  if [ -n "$want" ] && [ "$want" = "$have" ]; then echo "ok $v"; else echo "missing $v"; fi
+done
+test -f /root/.config/systemd/user/${GATEWAY_UNIT}.d/service-env.conf && echo "ok drop-in"`);
+    expect(envCheck.trim().split('\n')).toEqual(['ok SERVICE_CHANNEL_TOKEN', 'ok SERVICE_CHANNEL_KNOCK', 'ok SERVICE_TS_HOSTNAME', 'ok drop-in']);
+    expect(await c.ok(`curl -fsS -o /dev/null -w '%{http_code}' http://127.0.0.1:${GATEWAY_PORT}/healthz`)).toBe('200');
+    const listening = await c.ok(`ss -Hltnp`);
+    expect(listening).toMatch(new RegExp(`:${CHANNEL_PORT}\\s.*nginx`));
+    // The gateway itself listens on loopback only.
+    const gatewayLines = listening.split('\n').filter((l) => new RegExp(`:${GATEWAY_PORT}\\s`).test(l));
+    expect(gatewayLines.length).toBeGreaterThan(0);
+    for (const line of gatewayLines) expect(line).toMatch(new RegExp(`(127\\.0\\.0\\.1|\\[::1\\]):${GATEWAY_PORT}\\s`));
+    expect(await c.ok('systemctl is-active nginx cron')).toBe('active\nactive\n');
+    const cron = await c.ok('cat /etc/cron.d/service-guard');
+    expect(cron).toMatch(/^\d+ \* \* \* \* root .*service-guard\.sh/m);
+    expect(await c.ok('test -x /usr/local/bin/service-guard.sh && test -x /usr/local/bin/service-deploy && echo yes')).toBe('yes\n');
+    expect(await c.ok(`${USER_ENV} loginctl show-user root --property=Linger`)).toBe('Linger=yes\n');
+    // Real dpkg state of the mesh client from the signed loopback repository, logged in.
+    expect(await c.ok(`dpkg-query -W -f='\${Status}' tailscale`)).toBe('install ok installed');
+    expect(JSON.parse(await c.ok('tailscale status --json')).Self.HostName).toBe('openclaw-acme-dental-e2e');
+    // Pinned components where the install put them.
+    expect((await c.ok('/opt/service-deploy/node/bin/node --version')).trim()).toBe(`v${components.node.version}`);
+    expect(JSON.parse(await c.ok('cat /opt/service-deploy/node/lib/node_modules/openclaw/package.json')).version).toBe(components.openclaw.version);
+    expect(world.mcp.initializes.some((i) => i.authorized)).toBe(true);
+    const cfg = world.runtimeConfig();
+    expect(Object.keys(cfg.models.providers)).toEqual([PROVIDER]);
+    expect(cfg.agents.defaults.model.primary).toBe(`${PROVIDER}/${DEFAULT_MODEL}`);
+    expect(fs.statSync(world.container.hostPath('/root/.openclaw/openclaw.json')).mode & 0o777).toBe(0o600);
+    // The service profile overrides are recorded, so the hourly guard keeps them.
+    const answers = fs.readFileSync(world.container.hostPath('/var/lib/service-deploy/answers.json'), 'utf8');
+    expect(answers).toContain(world.ai.url);
+    expect(fs.statSync(world.container.hostPath('/var/lib/service-deploy/answers.json')).mode & 0o777).toBe(0o600);
+    // Right after the fresh install: no secret in a world-readable file or the logs.
+    const scan = await scanWorldReadable(c, world.secrets);
+    expect(scan.files).toEqual([]);
+    expect(await filesWithSecrets(c, world.secrets, LOGS)).toEqual([]);
+  });
+
+  step('3. signed chat through nginx gets the stand-in model reply; wrong knock -> no response; 11th request in a minute -> 429', 5 * 60_000, async () => {
+    const answer = await chat('hello from the e2e');
+    expect(answer.model).toBe(`${PROVIDER}/${DEFAULT_MODEL}`);
+    expect(answer.reply).toContain(`STAND-IN REPLY from ${DEFAULT_MODEL}`);
+    expect(answer.reply).toContain('hello from the e2e');
+    expect(answer.sessionId).toMatch(/^[A-Za-z0-9][A-Za-z0-9_-]*$/);
+    expect(world.ai.requests.length).toBeGreaterThan(0);
+    expect(world.ai.requests.every((r) => r.authorized)).toBe(true);
+
+    // Knock missing or wrong: nginx closes the connection without a response (444).
+    for (const wrong of [undefined, 'not-the-knock', knock.slice(0, -1)]) {
+      const r = await channelPost({ knock: wrong });
+      expect(r.status, `knock ${wrong === undefined ? 'missing' : 'wrong'} got a response`).toBeUndefined();
+      expect(r.error).toBeTruthy();
+    }
+    // Rate limit per client IP: 127.0.0.2 is a fresh client. 10 pass the limit (and are
+    // refused by the plugin: no bearer), the 11th within the minute is 429.
+    const statuses: Array<number | string | undefined> = [];
+    for (let i = 0; i < 11; i++) {
+      const r = await channelPost({ knock, localAddress: '127.0.0.2' });
+      statuses.push(r.status ?? r.error);
+    }
+    expect(statuses.slice(0, 10)).toEqual(Array(10).fill(401));
+    expect(statuses[10]).toBe(429);
+    report.rateLimit = statuses;
+  });
+
+  step('4. re-run with the same answers: 0 changed, gateway not restarted', 5 * 60_000, async () => {
+    const pidBefore = await world.userUnit('MainPID');
+    const rerun = await world.installSh('--catalog');
+    expectInstallOk(rerun);
+    const changed = rerun.json.steps.filter((s: { status: string }) => s.status === 'changed');
+    expect(rerun.json.recap.changed, `changed steps: ${JSON.stringify(changed)}`).toBe(0);
+    expect(await world.userUnit('MainPID')).toBe(pidBefore);
+    report.rerun = { wallMs: rerun.wallMs, binaryMs: rerun.json.durationMs, recap: rerun.json.recap };
+    log(`re-run (no changes): ${seconds(rerun.wallMs)} wall, the binary ${seconds(rerun.json.durationMs)}`);
+  });
+
+  step('5. re-run with a new model: the model changes and chat answers report it', 5 * 60_000, async () => {
+    const pidBefore = await world.userUnit('MainPID');
+    const run = await world.installSh('--catalog', { SERVICE_MODEL: NEW_MODEL });
+    expectInstallOk(run);
+    expect(run.json.steps.find((s: { id: string }) => s.id === 'runtime-config').status).toBe('changed');
+    expect(world.runtimeConfig().agents.defaults.model.primary).toBe(`${PROVIDER}/${NEW_MODEL}`);
+    expect(await world.userUnit('MainPID')).not.toBe(pidBefore); // restarted once to load it
+    report.modelChange = { wallMs: run.wallMs, recap: run.json.recap };
+    const answer = await chat('which model are you');
+    expect(answer.model).toBe(`${PROVIDER}/${NEW_MODEL}`);
+    expect(answer.reply).toContain(`STAND-IN REPLY from ${NEW_MODEL}`);
+    expect(world.ai.requests.at(-1)?.model).toBe(NEW_MODEL);
+  });
+
+  step('6. tampering: doctor names each; guard restores the providers; doctor --fix the rest; doctor passes', 6 * 60_000, async () => {
+    const c = world.container;
+    // a) a direct model-vendor provider next to the service's
+    const cfg = world.runtimeConfig();
+    cfg.models.providers.openai = { baseUrl: 'https://api.openai.com/v1', apiKey: 'sk-direct-vendor-key-e2e', api: 'openai-completions', models: [{ id: 'gpt-4o', name: 'gpt-4o' }] };
+    fs.writeFileSync(c.hostPath('/root/.openclaw/openclaw.json'), JSON.stringify(cfg, null, 2), { mode: 0o600 });
+    // b) the drop-in deleted, c) the malformed limit_conn directive, proxy restarted with it (fails, as on a real server)
+    await c.ok(`rm /root/.config/systemd/user/${GATEWAY_UNIT}.d/service-env.conf
+sed -i 's/limit_conn service_cn/limit_conn zone=service_cn/' /etc/nginx/conf.d/service-channel.conf
+grep -q 'limit_conn zone=' /etc/nginx/conf.d/service-channel.conf
+systemctl restart nginx || true`);
+
+    const before = await world.deploy('doctor --json');
+    expect(before.exitCode).toBe(1);
+    const failed = failing(before.json);
+    const byId = Object.fromEntries(failed.map((f) => [f.id, f]));
+    expect(Object.keys(byId), JSON.stringify(failed, null, 1)).toEqual(expect.arrayContaining(['providers', 'channel-drop-in', 'nginx-limit-conn']));
+    expect(byId.providers!.message).toContain('openai');
+    expect(byId['channel-drop-in']!.message).toMatch(/service-env\.conf|drop-in/);
+    expect(byId['nginx-limit-conn']!.message).toMatch(/zone=/);
+    report.doctorTampered = failed.map((f) => f.id);
+
+    const guard = await world.deploy('guard --json');
+    expect(guard.exitCode, `${guard.stdout}\n${guard.stderr}`).toBe(0);
+    const restored = (guard.json.restorations as Array<{ what: string }>).map((r) => r.what).join('; ');
+    expect(restored).toMatch(/provider/);
+    expect(Object.keys(world.runtimeConfig().models.providers)).toEqual([PROVIDER]);
+    report.guardRestored = restored;
+    // The guard restarted the gateway (config and drop-in changed) and does not wait for it;
+    // an operator waits for it to come up before the next doctor run.
+    report.healthAfterGuardMs = await waitHealthy();
+
+    const fixed = await world.deploy('doctor --fix --json');
+    expect(failing(fixed.json), JSON.stringify(fixed.json?.fixes)).toEqual([]);
+    await waitHealthy();
+    const ids = (await doctorIds()).filter((id) => id !== 'os');
+    const after = await world.deploy(`doctor --json ${ids.join(' ')}`);
+    expect(after.exitCode, JSON.stringify(failing(after.json))).toBe(0);
+    expect(after.json.ok).toBe(true);
+    const os = (await world.deploy('doctor --json os')).json.checks[0];
+    expect(os.status).toBe('fail'); // Debian 12 stands in for Ubuntu: the only check that must fail
+    report.doctorAfterFix = after.json.summary;
+    expect(await c.ok(`test -f /root/.config/systemd/user/${GATEWAY_UNIT}.d/service-env.conf && grep -c 'limit_conn service_cn 3;' /etc/nginx/conf.d/service-channel.conf`)).toBe('1\n');
+    const answer = await chat('still there after the repairs?');
+    expect(answer.model).toBe(`${PROVIDER}/${NEW_MODEL}`);
+  });
+
+  step('7. --reset-clean: backup holds config + workspace; runtime, mesh client, config, workspace gone; restore brings it back', 12 * 60_000, async () => {
+    const c = world.container;
+    await c.ok('mkdir -p /root/.openclaw/workspace && echo "e2e memory marker" >/root/.openclaw/workspace/E2E-MARKER.md');
+    const reset = await world.installSh('--reset-clean --yes --json');
+    expect(reset.exitCode, `${reset.stdout}\n${reset.stderr}`).toBe(0);
+    const archive: string = reset.json.backup;
+    expect(archive).toMatch(/^\/tmp\/openclaw-backup-\d{8}-\d{6}\.tar\.gz$/);
+    expect(await c.ok(`stat -c %a ${archive}`)).toBe('600\n');
+    const entries = (await c.ok(`tar -tzf ${archive}`)).split('\n');
+    expect(entries.some((e) => /(^|\/)root\/\.openclaw\/openclaw\.json$/.test(e)), entries.join('\n')).toBe(true);
+    expect(entries.some((e) => /(^|\/)root\/\.openclaw\/workspace\/E2E-MARKER\.md$/.test(e))).toBe(true);
+    const gone = await c.sh(`for p in /opt/service-deploy/node /usr/bin/tailscale /root/.openclaw /root/.openclaw/workspace /var/lib/service-deploy /etc/cron.d/service-guard; do test -e $p && echo "still there: $p"; done
+dpkg-query -W -f='\${Status}\\n' tailscale 2>/dev/null | grep -q 'install ok installed' && echo 'still installed: tailscale'
+ss -Hltn | grep -q ':${GATEWAY_PORT}\\s' && echo 'still listening: ${GATEWAY_PORT}'
+true`);
+    expect(gone.stdout.trim()).toBe('');
+    report.reset = { wallMs: reset.wallMs, entries: reset.json.entries };
+
+    // restore with a new mesh auth key in the environment (a reset logs the node out)
+    const restore = await world.deploy(`restore ${archive} --json`, { answers: true, timeoutMs: 12 * 60_000 });
+    expect(restore.exitCode, `${restore.stdout.slice(-3000)}\n${restore.stderr.slice(-3000)}`).toBe(0);
+    report.restore = { wallMs: restore.ms };
+    expect(await world.userUnit('ActiveState')).toBe('active');
+    expect(await c.ok(`curl -fsS -o /dev/null -w '%{http_code}' http://127.0.0.1:${GATEWAY_PORT}/healthz`)).toBe('200');
+    expect(await c.ok('cat /root/.openclaw/workspace/E2E-MARKER.md')).toBe('e2e memory marker\n');
+    expect(await c.ok(`dpkg-query -W -f='\${Status}' tailscale`)).toBe('install ok installed');
+    expect(world.channelEnv().SERVICE_CHANNEL_TOKEN).toBe(token);
+    const answer = await chat('back after the restore?');
+    expect(answer.model).toBe(`${PROVIDER}/${NEW_MODEL}`);
+    expect(answer.reply).toContain('back after the restore?');
+  });
+
+  step('no secret in process arguments, the install/guard logs or any world-readable file', 5 * 60_000, async () => {
+    world.argv.stop();
+    expect([...world.argv.leaks.keys()], `leaks seen in ${world.argv.samples} samples`).toEqual([]);
+    expect(await filesWithSecrets(world.container, world.secrets, LOGS)).toEqual([]);
+    const scan = await scanWorldReadable(world.container, world.secrets);
+    expect(scan.files).toEqual([]);
+    report.secretScan = { argvSamples: world.argv.samples, processes: world.argv.processesSeen, worldReadableFilesScanned: scan.scanned, secretsChecked: Object.keys(world.secrets) };
+    log(`secret scans: ${world.argv.samples} argv samples over ${world.argv.processesSeen} processes, ${scan.scanned} world-readable files, ${LOGS.length} logs: clean`);
+  });
+});

@@ -1,0 +1,168 @@
+// Loopback stand-ins on the host for what the container cannot reach: the service's AI
+// gateway (OpenAI-compatible, SSE), the service's MCP server, and plain static servers.
+// The container shares the host's network namespace, so 127.0.0.1 is the same there.
+import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+
+async function listen(server: http.Server): Promise<string> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+function closer(server: http.Server): () => Promise<void> {
+  return () =>
+    new Promise((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    });
+}
+
+function textOf(content: unknown): string {
+  return typeof content === 'string' ? content : Array.isArray(content) ? content.map((p: { text?: string }) => p?.text ?? '').join('') : '';
+}
+
+export interface AiGateway {
+  /** SERVICE_AI_GATEWAY_URL (OpenAI base URL, ends in /v1). */
+  url: string;
+  /** Every chat completion: the model asked for and whether the service API key was presented. */
+  requests: Array<{ model: string; authorized: boolean }>;
+  close(): Promise<void>;
+}
+
+/**
+ * The service's AI gateway: OpenAI chat completions (stream or not). Only the service
+ * API key is accepted (401 otherwise), so a reply proves the agent is routed through it.
+ * The reply names the model it was asked for.
+ */
+export async function startAiGateway(apiKey: () => string): Promise<AiGateway> {
+  const requests: AiGateway['requests'] = [];
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => (body += c));
+    req.on('end', () => {
+      if (req.method === 'GET' && req.url?.endsWith('/models')) {
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{"object":"list","data":[]}');
+        return;
+      }
+      if (req.method !== 'POST' || !req.url?.endsWith('/chat/completions')) {
+        res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":{"message":"not found"}}');
+        return;
+      }
+      let json: { model: string; stream?: boolean; messages: Array<{ role: string; content: unknown }> };
+      try {
+        json = JSON.parse(body);
+      } catch {
+        res.writeHead(400, { 'content-type': 'application/json' }).end('{"error":{"message":"bad json"}}');
+        return;
+      }
+      const authorized = req.headers.authorization === `Bearer ${apiKey()}`;
+      requests.push({ model: json.model, authorized });
+      if (!authorized) {
+        res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":{"message":"invalid api key","type":"invalid_request_error"}}');
+        return;
+      }
+      const lastUser = [...json.messages].reverse().find((m) => m.role === 'user' && !textOf(m.content).startsWith('<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT'));
+      const userText = textOf(lastUser?.content);
+      const said = /\] ([^\n]*)/.exec(userText)?.[1] ?? userText.split('\n').pop() ?? '';
+      const text = `STAND-IN REPLY from ${json.model} to: ${said}`;
+      const id = `chatcmpl-${Date.now()}`;
+      const created = Math.floor(Date.now() / 1000);
+      const usage = { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 };
+      if (!json.stream) {
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ id, object: 'chat.completion', created, model: json.model, choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop' }], usage }));
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+      const chunk = (delta: object, finish: string | null = null) => `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: json.model, choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+      res.write(chunk({ role: 'assistant', content: '' }));
+      res.write(chunk({ content: text }));
+      res.write(chunk({}, 'stop'));
+      res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: json.model, choices: [], usage })}\n\n`);
+      res.end('data: [DONE]\n\n');
+    });
+  });
+  const base = await listen(server);
+  return { url: `${base}/v1`, requests, close: closer(server) };
+}
+
+export interface McpServer {
+  url: string;
+  /** initialize requests: whether the MCP token was presented. */
+  initializes: Array<{ authorized: boolean }>;
+  close(): Promise<void>;
+}
+
+/**
+ * The service's MCP server (streamable HTTP, JSON responses): initialize, ping,
+ * tools/list (one CRM tool), notifications (202). 401 without the customer's MCP token.
+ */
+export async function startMcp(token: () => string): Promise<McpServer> {
+  const initializes: McpServer['initializes'] = [];
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => (body += c));
+    req.on('end', () => {
+      const authorized = req.headers.authorization === `Bearer ${token()}`;
+      if (req.method === 'GET') {
+        res.writeHead(405, { allow: 'POST' }).end();
+        return;
+      }
+      if (req.method === 'DELETE') {
+        res.writeHead(200).end();
+        return;
+      }
+      let msg: { id?: number | string | null; method?: string; params?: { protocolVersion?: string } };
+      try {
+        msg = JSON.parse(body);
+      } catch {
+        res.writeHead(400, { 'content-type': 'application/json' }).end('{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error"}}');
+        return;
+      }
+      if (msg.method === 'initialize') initializes.push({ authorized });
+      if (!authorized) {
+        res.writeHead(401, { 'content-type': 'application/json', 'www-authenticate': 'Bearer' }).end('{"error":"unauthorized"}');
+        return;
+      }
+      if (msg.id === undefined || msg.id === null) {
+        res.writeHead(202).end();
+        return;
+      }
+      const reply = (result: object) => res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 'e2e-session' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result }));
+      switch (msg.method) {
+        case 'initialize':
+          return reply({ protocolVersion: msg.params?.protocolVersion ?? '2025-06-18', capabilities: { tools: {} }, serverInfo: { name: 'service-mcp (e2e stand-in)', version: '1.0.0' } });
+        case 'ping':
+          return reply({});
+        case 'tools/list':
+          return reply({ tools: [{ name: 'crm_find_contact', description: 'Find a CRM contact (e2e stand-in)', inputSchema: { type: 'object', properties: { query: { type: 'string' } } } }] });
+        case 'tools/call':
+          return reply({ content: [{ type: 'text', text: 'no contacts (e2e stand-in)' }] });
+        default:
+          res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, error: { code: -32601, message: 'method not found' } }));
+      }
+    });
+  });
+  const base = await listen(server);
+  return { url: `${base}/mcp`, initializes, close: closer(server) };
+}
+
+/** Plain-HTTP static files on loopback (the apt repository: apt checks its signature, not the transport). */
+export async function serveHttp(root: string): Promise<{ url: string; requests: string[]; close(): Promise<void> }> {
+  const requests: string[] = [];
+  const server = http.createServer((req, res) => {
+    requests.push(`${req.method} ${req.url}`);
+    const rel = path.normalize(decodeURIComponent((req.url ?? '/').split('?')[0]!)).replace(/^(\.\.[/\\])+/, '');
+    const file = path.join(root, rel);
+    if (!file.startsWith(root) || !fs.existsSync(file) || fs.statSync(file).isDirectory()) {
+      res.writeHead(404).end('not found\n');
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': fs.statSync(file).size });
+    if (req.method === 'HEAD') res.end();
+    else fs.createReadStream(file).pipe(res);
+  });
+  const url = await listen(server);
+  return { url, requests, close: closer(server) };
+}
