@@ -90,14 +90,16 @@ function buildTarget({ arch, strip }) {
   const templates = fs.readdirSync(path.join(repo, 'templates')).sort();
   const base = JSON.parse(fs.readFileSync(path.join(repo, 'sea-config.json'), 'utf8'));
   // The SEA entry is a small loader; the program itself and its code cache are assets.
-  const cache = path.join(build, `code-cache-${arch}.bin`);
-  fs.rmSync(cache, { force: true });
+  const caches = { cli: path.join(build, `code-cache-cli-${arch}.bin`), install: path.join(build, `code-cache-install-${arch}.bin`) };
+  for (const file of Object.values(caches)) fs.rmSync(file, { force: true });
   if (base.useCodeCache && arch === hostArch) {
     // Made by the same Node (V8) as the target: a cache is only valid for the V8 that made it.
-    execFileSync(nodeBinary(arch).binary, [path.join(repo, 'scripts/code-cache.cjs'), bundleFile, cache], {
+    execFileSync(nodeBinary(arch).binary, [path.join(repo, 'scripts/code-cache.cjs'), bundleFile, caches.cli, caches.install], {
       stdio: ['ignore', 'ignore', 'inherit'],
     });
   }
+  const versionFile = path.join(build, 'version.txt');
+  fs.writeFileSync(versionFile, pkg.version);
   const config = {
     ...base,
     main: path.join(repo, base.main),
@@ -107,7 +109,8 @@ function buildTarget({ arch, strip }) {
     assets: {
       ...Object.fromEntries(templates.map((name) => [`templates/${name}`, path.join(repo, 'templates', name)])),
       'service-deploy.cjs': bundleFile,
-      ...(fs.existsSync(cache) ? { 'code-cache.bin': cache } : {}),
+      'version.txt': versionFile,
+      ...(fs.existsSync(caches.cli) ? { 'code-cache-cli.bin': caches.cli, 'code-cache-install.bin': caches.install } : {}),
     },
   };
   const configPath = path.join(build, `sea-config-${arch}.json`);

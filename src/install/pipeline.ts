@@ -1,6 +1,6 @@
 import { Listr, ListrLogLevels, ListrLogger, type ListrTask } from 'listr2';
 import { DeployError } from '../errors.js';
-import type { InstallContext, Notify, Step, StepResult } from './step.js';
+import type { InstallContext, Notify, Plan, Step, StepResult } from './step.js';
 
 export interface PipelineOutcome {
   results: StepResult[];
@@ -10,10 +10,26 @@ export interface PipelineOutcome {
 
 export type Renderer = 'default' | 'simple' | 'silent';
 
+type Assessment = { reason: string } | { plan: Plan } | { error: unknown };
+
+async function assess(step: Step, ctx: InstallContext): Promise<Assessment> {
+  try {
+    const reason = await step.skip?.(ctx);
+    return reason ? { reason } : { plan: await step.check(ctx) };
+  } catch (error) {
+    return { error };
+  }
+}
+
 /**
  * Runs the steps in order, each check -> (plan) -> apply -> verify. In check mode
  * nothing is applied: the plan is the result. The first failure stops the run
  * (later steps build on earlier ones); what ran is reported either way.
+ *
+ * Checks only read the machine, so they all start at once; a step uses its early
+ * result while no earlier step has changed anything (the state it read is still the
+ * state), and checks again in its turn otherwise. A converged server's re-run thus
+ * costs the slowest check, not the sum of them.
  */
 export async function runPipeline(
   steps: Step[],
@@ -22,6 +38,12 @@ export async function runPipeline(
 ): Promise<PipelineOutcome> {
   const results: StepResult[] = [];
   const notified = new Set<Notify>();
+  let changedSoFar = false;
+  const early = new Map(
+    steps
+      .filter((step) => step.speculative !== false)
+      .map((step) => [step, assess(step, { ...base, notified: new Set(), progress: () => undefined })] as const),
+  );
 
   const tasks: ListrTask[] = steps.map((step) => ({
     title: step.title,
@@ -31,18 +53,21 @@ export async function runPipeline(
       const record = (partial: Omit<StepResult, 'id' | 'title' | 'durationMs'>) =>
         results.push({ id: step.id, title: step.title, durationMs: Date.now() - started, ...partial });
       try {
-        const reason = await step.skip?.(ctx);
-        if (reason) {
-          record({ status: 'skipped', changes: [], reason });
-          task.skip(`${step.title}: skipped (${reason})`);
+        const speculated = early.get(step);
+        const assessment = speculated && !changedSoFar ? await speculated : await assess(step, ctx);
+        if ('error' in assessment) throw assessment.error;
+        if ('reason' in assessment) {
+          record({ status: 'skipped', changes: [], reason: assessment.reason });
+          task.skip(`${step.title}: skipped (${assessment.reason})`);
           return;
         }
-        const plan = await step.check(ctx);
+        const { plan } = assessment;
         if (plan.changes.length === 0) {
           record({ status: 'ok', changes: [] });
           task.title = `${step.title}: ok`;
           return;
         }
+        changedSoFar = true;
         if (!ctx.options.check) {
           await step.apply(ctx, plan);
           await step.verify?.(ctx);

@@ -51,6 +51,11 @@ export interface Plan {
 export interface Step {
   id: string;
   title: string;
+  /**
+   * false when check() waits or polls (lock wait, health probe): it then runs only in
+   * its turn. Other checks are read-only and start together (see runPipeline).
+   */
+  speculative?: false;
   /** A reason to skip this step in this run, or undefined to run it. */
   skip?(ctx: InstallContext): string | undefined | Promise<string | undefined>;
   /** Reads the machine; returns no changes when everything is already right. */

@@ -21,6 +21,7 @@ export async function probeHealth(host: Host): Promise<{ ok: boolean; detail: st
 export const healthStep: Step = {
   id: 'health',
   title: 'Health check (gateway /healthz)',
+  speculative: false,
   skip: ({ options }) => (options.check ? 'check mode: nothing was started' : undefined),
   async check(ctx) {
     const { host } = ctx;

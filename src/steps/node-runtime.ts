@@ -1,6 +1,5 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import * as tar from 'tar';
 import { DeployError } from '../errors.js';
 import type { Step } from '../install/step.js';
 import { LAYOUT } from '../layout.js';
@@ -53,6 +52,7 @@ export const nodeRuntimeStep: Step = {
       ctx.progress(`unpacking ${file}`);
       const unpacked = path.join(work, 'node');
       await fs.mkdir(unpacked);
+      const tar = await import('tar'); // only when Node is (re)installed: keeps it off every start
       await tar.x({ file: tarball, cwd: unpacked, strip: 1 });
       await fs.chmod(unpacked, 0o755);
       // Swap: the old prefix (with its global packages) goes aside, then away.

@@ -29,6 +29,7 @@ export function describeHolders(holders: Array<LockHolder & { lock: string }>): 
 export const packageLockStep: Step = {
   id: 'package-lock',
   title: 'Wait for the package manager lock',
+  speculative: false,
   async check(ctx) {
     const { host, options } = ctx;
     const deadline = Date.now() + options.lockTimeoutMs;

@@ -1,4 +1,3 @@
-import { createTwoFilesPatch } from 'diff';
 import type { Owner } from '../../host/files.js';
 import { ROOT_OWNER } from '../../host/files.js';
 import type { Host } from '../../host/index.js';
@@ -27,10 +26,11 @@ export async function planFile(host: Host, desired: DesiredFile): Promise<Change
     reasons.push(`owner ${info.uid}:${info.gid} -> ${owner.uid}:${owner.gid}`);
   }
   if (reasons.length === 0) return undefined;
+  // Loaded only when something differs: a converged re-run never needs it.
   const diff =
     current === desired.content
       ? undefined
-      : host.redactor.redact(createTwoFilesPatch(desired.path, desired.path, current ?? '', desired.content, '', '', { context: 3 }));
+      : host.redactor.redact((await import('diff')).createTwoFilesPatch(desired.path, desired.path, current ?? '', desired.content, '', '', { context: 3 }));
   return { target: desired.path, summary: `${desired.path}: ${reasons.join(', ')}`, diff };
 }
 
