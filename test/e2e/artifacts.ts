@@ -108,14 +108,16 @@ export function nodeDist(): string {
  */
 export function setupDir(work: string): string {
   const dir = path.join(work, 'setup');
+  // E2E_DIST: test another build's dist/ folder (default: this checkout's).
+  const dist = process.env.E2E_DIST ? path.resolve(process.env.E2E_DIST) : path.join(REPO, 'dist');
   fs.mkdirSync(dir, { recursive: true });
   fs.copyFileSync(path.join(REPO, 'install.sh'), path.join(dir, 'install.sh'));
   const sums: string[] = [];
-  for (const f of fs.readdirSync(path.join(REPO, 'dist')).filter((n) => n.startsWith('service-deploy-linux-')).sort()) {
-    fs.copyFileSync(path.join(REPO, 'dist', f), path.join(dir, f));
+  for (const f of fs.readdirSync(dist).filter((n) => n.startsWith('service-deploy-linux-')).sort()) {
+    fs.copyFileSync(path.join(dist, f), path.join(dir, f));
     sums.push(`${sha256File(path.join(dir, f))}  ${f}`);
   }
-  if (!sums.some((l) => l.endsWith(`service-deploy-linux-${ARCH}`))) throw new Error(`dist/service-deploy-linux-${ARCH} is missing: run npm run build`);
+  if (!sums.some((l) => l.endsWith(`service-deploy-linux-${ARCH}`))) throw new Error(`${dist}/service-deploy-linux-${ARCH} is missing: run npm run build`);
   fs.writeFileSync(path.join(dir, 'SHA256SUMS'), sums.join('\n') + '\n');
   return dir;
 }
