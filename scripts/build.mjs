@@ -90,13 +90,15 @@ function buildTarget({ arch, strip }) {
   const templates = fs.readdirSync(path.join(repo, 'templates')).sort();
   const base = JSON.parse(fs.readFileSync(path.join(repo, 'sea-config.json'), 'utf8'));
   // The SEA entry is a small loader; the program itself and its code cache are assets.
-  const caches = { cli: path.join(build, `code-cache-cli-${arch}.bin`), install: path.join(build, `code-cache-install-${arch}.bin`) };
+  const caches = Object.fromEntries(['cli', 'install', 'ops'].map((plan) => [plan, path.join(build, `code-cache-${plan}-${arch}.bin`)]));
   for (const file of Object.values(caches)) fs.rmSync(file, { force: true });
   if (base.useCodeCache && arch === hostArch) {
     // Made by the same Node (V8) as the target: a cache is only valid for the V8 that made it.
-    execFileSync(nodeBinary(arch).binary, [path.join(repo, 'scripts/code-cache.cjs'), bundleFile, caches.cli, caches.install], {
-      stdio: ['ignore', 'ignore', 'inherit'],
-    });
+    for (const [plan, file] of Object.entries(caches)) {
+      execFileSync(nodeBinary(arch).binary, [path.join(repo, 'scripts/code-cache.cjs'), bundleFile, file, plan], {
+        stdio: ['ignore', 'ignore', 'inherit'],
+      });
+    }
   }
   const versionFile = path.join(build, 'version.txt');
   fs.writeFileSync(versionFile, pkg.version);
@@ -110,7 +112,7 @@ function buildTarget({ arch, strip }) {
       ...Object.fromEntries(templates.map((name) => [`templates/${name}`, path.join(repo, 'templates', name)])),
       'service-deploy.cjs': bundleFile,
       'version.txt': versionFile,
-      ...(fs.existsSync(caches.cli) ? { 'code-cache-cli.bin': caches.cli, 'code-cache-install.bin': caches.install } : {}),
+      ...Object.fromEntries(Object.entries(caches).filter(([, file]) => fs.existsSync(file)).map(([plan, file]) => [`code-cache-${plan}.bin`, file])),
     },
   };
   const configPath = path.join(build, `sea-config-${arch}.json`);
