@@ -77,7 +77,7 @@ function cleanLeftovers() {
   } catch {
     return;
   }
-  if (state.harnessPid && state.harnessPid !== process.pid && alive(state.harnessPid)) return; // still owned
+  // We hold the run lock, so whoever wrote this file is gone (or is our own vitest, finished or stopped).
   const cmdline = (pid) => {
     try {
       return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');

@@ -47,6 +47,9 @@ function expectInstallOk(run: InstallRun): void {
   const failed = (run.json?.steps ?? []).filter((s: { status: string }) => s.status === 'failed');
   expect(run.exitCode, `install exit ${run.exitCode}; failed steps: ${JSON.stringify(failed)}\nstderr: ${run.stderr.slice(-3000)}`).toBe(0);
   expect(run.json?.ok, run.stdout.slice(-3000)).toBe(true);
+  // What the portal sees of the run (stdout JSON, stderr) carries no secret either.
+  const shown = Object.entries(world.secrets).filter(([, v]) => `${run.stdout}${run.stderr}`.includes(v)).map(([k]) => k);
+  expect(shown, 'secrets in the output of the install').toEqual([]);
 }
 
 /** `service-deploy chat` on the server itself (it reads channel.env and trusts the deploy's certificate). */
