@@ -53,15 +53,29 @@ export async function writeBackup(host: Host): Promise<{ archive: string; entrie
   return { archive, entries: listed.size, files: [...listed] };
 }
 
-/** Every entry name in an archive; reading it to the end also checks the gzip stream. */
-export async function listArchive(realPath: string): Promise<Set<string>> {
-  const names = new Set<string>();
+export interface ArchiveEntry {
+  name: string;
+  type: string;
+  linkpath?: string;
+}
+
+/** Every entry of an archive; reading it to the end also checks the gzip stream. */
+export async function readArchive(realPath: string): Promise<ArchiveEntry[]> {
+  const entries: ArchiveEntry[] = [];
   try {
-    await tar.t({ file: realPath, strict: true, onReadEntry: (entry) => names.add(entry.path.replace(/\/$/, '')) });
+    await tar.t({
+      file: realPath,
+      strict: true,
+      onReadEntry: (entry) => entries.push({ name: entry.path.replace(/\/$/, ''), type: entry.type, linkpath: entry.linkpath || undefined }),
+    });
   } catch (error) {
     throw new DeployError(`${realPath} is not a readable backup archive: ${(error as Error).message}`);
   }
-  return names;
+  return entries;
+}
+
+export async function listArchive(realPath: string): Promise<Set<string>> {
+  return new Set((await readArchive(realPath)).map((e) => e.name));
 }
 
 async function listFiles(root: string, relative: string[]): Promise<string[]> {
@@ -75,12 +89,38 @@ async function listFiles(root: string, relative: string[]): Promise<string[]> {
   return out;
 }
 
-/** Extracts a backup over / (owners and modes as archived). */
+/**
+ * Extracts a backup over / (owners and modes as archived). Every entry is checked
+ * first: inside the paths a backup holds, no ".." and no absolute names, hard links
+ * inside those paths, symbolic links neither absolute nor climbing out with "..".
+ */
 export async function extractBackup(host: Host, archiveRealPath: string): Promise<number> {
-  const names = await listArchive(archiveRealPath);
+  const entries = await readArchive(archiveRealPath);
   const allowed = BACKUP_PATHS.map((p) => p.slice(1));
-  const stray = [...names].filter((n) => !allowed.some((a) => n === a || n.startsWith(`${a}/`)));
-  if (stray.length > 0) throw new DeployError(`${archiveRealPath} holds paths a service-deploy backup never has: ${stray.slice(0, 3).join(', ')}`, 'refusing to extract it');
-  await tar.x({ file: archiveRealPath, cwd: host.paths.real('/'), preserveOwner: process.getuid?.() === 0, strict: true });
-  return names.size;
+  const inside = (name: string) => allowed.some((a) => name === a || name.startsWith(`${a}/`));
+  const unsafe = entries.filter(
+    (e) =>
+      !inside(e.name) ||
+      e.name.split('/').includes('..') ||
+      path.isAbsolute(e.name) ||
+      (e.type === 'Link' && (!e.linkpath || !inside(e.linkpath))) ||
+      (e.type === 'SymbolicLink' && (!e.linkpath || path.isAbsolute(e.linkpath) || e.linkpath.split('/').includes('..'))),
+  );
+  if (unsafe.length > 0) {
+    throw new DeployError(
+      `${archiveRealPath} holds paths a service-deploy backup never has: ${unsafe.slice(0, 3).map((e) => e.name).join(', ')}`,
+      'refusing to extract it',
+    );
+  }
+  const root = host.paths.real('/');
+  await tar.x({
+    file: archiveRealPath,
+    cwd: root,
+    preserveOwner: process.getuid?.() === 0,
+    strict: true,
+    // node-tar's own escape check compares against cwd + "/", which is "//" when the
+    // target is the real root, and so refuses every entry; the checks above do its job.
+    preservePaths: root === '/',
+  });
+  return entries.length;
 }

@@ -2,7 +2,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { RestoreArgs } from '../commands/restore.js';
 import { UsageError } from '../errors.js';
-import { createHost } from '../host/index.js';
+import { createHost, type Host } from '../host/index.js';
 import { LAYOUT } from '../layout.js';
 import { extractBackup } from './backup.js';
 import { installWithLock } from './run.js';
@@ -26,9 +26,26 @@ export async function runRestore(args: RestoreArgs): Promise<void> {
   try {
     const entries = await extractBackup(host, archive);
     host.log.info(`restored ${entries} entries from ${archive}`);
+    await reloadNginxForRestoredSite(host);
   } finally {
     await lock.release();
   }
   const channel = Boolean(await host.files.exists(LAYOUT.channelEnv));
   await installWithLock({ host, args: { ...args, nonInteractive: true, channel: args.channel || channel } });
+}
+
+/**
+ * The reset reloaded nginx without the channel site; the install that follows finds the
+ * restored site already right and has no reason to reload, so nginx must take it here
+ * (only after `nginx -t` accepts it).
+ */
+async function reloadNginxForRestoredSite(host: Host): Promise<void> {
+  if (!(await host.files.exists(LAYOUT.nginxSite)) || !(await host.exec.which('nginx'))) return;
+  const test = await host.exec.run('nginx', ['-t'], { allowFailure: true, timeoutMs: 60_000 });
+  if (test.exitCode !== 0) {
+    host.log.warn(`nginx -t rejects the restored configuration; the install will report it:\n${host.redactor.redact(test.stderr.trim())}`);
+    return;
+  }
+  if (await host.services.isActive('system', 'nginx')) await host.services.reload('system', 'nginx');
+  else await host.services.enableNow('system', 'nginx');
 }

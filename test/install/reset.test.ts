@@ -80,6 +80,33 @@ describe('--reset-clean and restore', () => {
     expect(fs.existsSync(path.join(sb.root, 'opt/service-deploy/node/lib/node_modules/openclaw/package.json'))).toBe(true);
   });
 
+  it('restore refuses links that climb out of the backup paths', async () => {
+    const sb = await installedWithWorkspace();
+    const stage = path.join(sb.state, 'links');
+    fs.mkdirSync(path.join(stage, 'root/.openclaw/workspace'), { recursive: true });
+    fs.symlinkSync('../../../../etc/shadow', path.join(stage, 'root/.openclaw/workspace/notes'));
+    fs.mkdirSync(path.join(sb.root, 'tmp'), { recursive: true });
+    await tar.c({ gzip: true, file: path.join(sb.root, 'tmp/links.tar.gz'), cwd: stage }, ['root']);
+    const result = await runBinary(['restore', '/tmp/links.tar.gz'], { env: sb.env() });
+    expect(result.exitCode).toBe(1);
+    expect(result.stderr).toContain('root/.openclaw/workspace/notes');
+  });
+
+  it('restore of a channel deployment reloads nginx with the restored site', async () => {
+    const sb = await makeSandbox();
+    sandboxes.push(sb);
+    expect((await sb.install(['--catalog', '--customer-name', 'Nginx Co'], FIRST_INSTALL.env)).exitCode).toBe(0);
+    const reset = await sb.install(['--reset-clean', '--yes']);
+    expect(reset.exitCode, String(reset.stderr)).toBe(0);
+    sb.clearCalls();
+    const [archive] = backups(sb);
+    const restored = await runBinary(['restore', `/tmp/${archive}`], { env: sb.env({ SERVICE_MESH_AUTH_KEY: SECRETS.meshAuthKey }) });
+    expect(restored.exitCode, String(restored.stderr)).toBe(0);
+    const nginxCalls = sb.calls('systemctl').filter((c) => c.args.includes('nginx') && (c.args.includes('reload') || c.args.includes('enable')));
+    expect(nginxCalls.length).toBeGreaterThan(0);
+    expect(sb.read('etc/nginx/conf.d/service-channel.conf')).toContain('limit_conn service_cn 3;');
+  });
+
   it('restore refuses an archive that is not a service-deploy backup', async () => {
     const sb = await installedWithWorkspace();
     const evil = path.join(sb.root, 'tmp/evil.tar.gz');

@@ -35,3 +35,15 @@ describe('status', () => {
     expect(path.isAbsolute(BINARY)).toBe(true);
   });
 });
+
+describe('doctor on an OS the install was told to accept', () => {
+  it('warns instead of failing when SERVICE_ALLOW_UNSUPPORTED_OS=1', async () => {
+    const sb = await makeSandbox({ os: 'ID=debian\nVERSION_ID="12"\nPRETTY_NAME="Debian GNU/Linux 12"\n' });
+    sandboxes.push(sb);
+    const strict = await execa(BINARY, ['doctor', 'os', '--json'], { env: sb.env(), extendEnv: false, reject: false });
+    expect(strict.exitCode).toBe(1);
+    const allowed = await execa(BINARY, ['doctor', 'os', '--json'], { env: sb.env({ SERVICE_ALLOW_UNSUPPORTED_OS: '1' }), extendEnv: false, reject: false });
+    expect(allowed.exitCode, allowed.stdout).toBe(0);
+    expect(allowed.stdout).toContain('SERVICE_ALLOW_UNSUPPORTED_OS=1');
+  });
+});
