@@ -92,7 +92,8 @@ async function listFiles(root: string, relative: string[]): Promise<string[]> {
 /**
  * Extracts a backup over / (owners and modes as archived). Every entry is checked
  * first: inside the paths a backup holds, no ".." and no absolute names, hard links
- * inside those paths, symbolic links neither absolute nor climbing out with "..".
+ * inside those paths. Symbolic links are kept as archived (OpenClaw's state holds
+ * absolute links into its package folders).
  */
 export async function extractBackup(host: Host, archiveRealPath: string): Promise<number> {
   const entries = await readArchive(archiveRealPath);
@@ -103,8 +104,7 @@ export async function extractBackup(host: Host, archiveRealPath: string): Promis
       !inside(e.name) ||
       e.name.split('/').includes('..') ||
       path.isAbsolute(e.name) ||
-      (e.type === 'Link' && (!e.linkpath || !inside(e.linkpath))) ||
-      (e.type === 'SymbolicLink' && (!e.linkpath || path.isAbsolute(e.linkpath) || e.linkpath.split('/').includes('..'))),
+      (e.type === 'Link' && (!e.linkpath || !inside(e.linkpath))),
   );
   if (unsafe.length > 0) {
     throw new DeployError(

@@ -80,13 +80,15 @@ describe('--reset-clean and restore', () => {
     expect(fs.existsSync(path.join(sb.root, 'opt/service-deploy/node/lib/node_modules/openclaw/package.json'))).toBe(true);
   });
 
-  it('restore refuses links that climb out of the backup paths', async () => {
+  it('restore refuses hard links that point out of the backup paths', async () => {
     const sb = await installedWithWorkspace();
     const stage = path.join(sb.state, 'links');
     fs.mkdirSync(path.join(stage, 'root/.openclaw/workspace'), { recursive: true });
-    fs.symlinkSync('../../../../etc/shadow', path.join(stage, 'root/.openclaw/workspace/notes'));
+    fs.mkdirSync(path.join(stage, 'etc'), { recursive: true });
+    fs.writeFileSync(path.join(stage, 'etc/shadow'), 'x');
+    fs.linkSync(path.join(stage, 'etc/shadow'), path.join(stage, 'root/.openclaw/workspace/notes'));
     fs.mkdirSync(path.join(sb.root, 'tmp'), { recursive: true });
-    await tar.c({ gzip: true, file: path.join(sb.root, 'tmp/links.tar.gz'), cwd: stage }, ['root']);
+    await tar.c({ gzip: true, file: path.join(sb.root, 'tmp/links.tar.gz'), cwd: stage }, ['etc/shadow', 'root']);
     const result = await runBinary(['restore', '/tmp/links.tar.gz'], { env: sb.env() });
     expect(result.exitCode).toBe(1);
     expect(result.stderr).toContain('root/.openclaw/workspace/notes');
