@@ -1,4 +1,5 @@
 import type { Argv, CommandModule } from 'yargs';
+import type { InstallRequest } from '../install/request.js';
 import { withGlobals, type GlobalOptions } from './shared.js';
 
 export interface InstallArgs extends GlobalOptions {
@@ -18,6 +19,32 @@ export interface InstallArgs extends GlobalOptions {
   resetClean?: boolean;
   rotateChannelSecrets?: boolean;
   lockTimeout?: number;
+}
+
+/** The install's request from its flags: the answers apart, every mode flag as given. */
+export function installRequest(argv: InstallArgs): InstallRequest {
+  return {
+    answers: {
+      customerName: argv.customerName,
+      model: argv.model,
+      meshHostname: argv.meshHostname,
+      apiKeyFile: argv.apiKeyFile,
+      meshAuthKeyFile: argv.meshAuthKeyFile,
+      mcpTokenFile: argv.mcpTokenFile,
+      answers: argv.answers,
+    },
+    json: argv.json,
+    verbose: argv.verbose,
+    nonInteractive: argv.nonInteractive,
+    yes: argv.yes,
+    catalog: argv.catalog,
+    channel: argv.channel,
+    check: argv.check,
+    diff: argv.diff,
+    resetClean: argv.resetClean,
+    rotateChannelSecrets: argv.rotateChannelSecrets,
+    lockTimeout: argv.lockTimeout,
+  };
 }
 
 export function installOptions<T>(y: Argv<T>) {
@@ -49,5 +76,5 @@ export const installCommand: CommandModule<object, InstallArgs> = {
   command: ['install', '$0'],
   describe: 'Install or update the agent on this server (the default command); a re-run converges it',
   builder: (y) => installOptions(y) as Argv<InstallArgs>,
-  handler: async (argv) => (await import('../install/run.js')).runInstall(argv),
+  handler: async (argv) => (await import('../install/install.js')).runInstall(installRequest(argv)),
 };

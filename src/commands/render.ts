@@ -1,10 +1,9 @@
 import type { Argv, CommandModule } from 'yargs';
-import { installOptions, type InstallArgs } from './install.js';
-
-export const RENDER_TARGETS = ['runtime-config', 'unit', 'guard-script', 'cron', 'channel-env', 'nginx', 'dropin'] as const;
+import { RENDER_TARGETS, type RenderTarget } from '../install/render-targets.js';
+import { installOptions, installRequest, type InstallArgs } from './install.js';
 
 export interface RenderArgs extends InstallArgs {
-  file: (typeof RENDER_TARGETS)[number];
+  file: RenderTarget;
   showSecrets?: boolean;
 }
 
@@ -17,5 +16,8 @@ export const renderCommand: CommandModule<object, RenderArgs> = {
       .option('show-secrets', { type: 'boolean', describe: 'Print secrets instead of ****' })
       .example('$0 render runtime-config', 'The openclaw.json this server would get')
       .example('$0 render nginx > site.conf', 'The channel endpoint nginx site') as Argv<RenderArgs>,
-  handler: async (argv) => (await import('../install/render.js')).runRender(argv),
+  handler: async (argv) => {
+    const { answers, verbose, catalog, channel } = installRequest(argv);
+    await (await import('../install/render.js')).runRender({ file: argv.file, answers, verbose, channel: catalog || channel, showSecrets: argv.showSecrets });
+  },
 };

@@ -1,5 +1,5 @@
 import type { Argv, CommandModule } from 'yargs';
-import { installOptions, type InstallArgs } from './install.js';
+import { installOptions, installRequest, type InstallArgs } from './install.js';
 
 export interface RestoreArgs extends InstallArgs {
   archive: string;
@@ -12,5 +12,5 @@ export const restoreCommand: CommandModule<object, RestoreArgs> = {
     (installOptions(y) as Argv<InstallArgs>)
       .positional('archive', { type: 'string', describe: 'The /tmp/openclaw-backup-*.tar.gz file', demandOption: true })
       .example('SERVICE_MESH_AUTH_KEY=... $0 restore /tmp/openclaw-backup-20261122-101500.tar.gz', 'Restore; the mesh needs a fresh auth key after a reset') as Argv<RestoreArgs>,
-  handler: async (argv) => (await import('../install/restore.js')).runRestore(argv),
+  handler: async (argv) => (await import('../install/restore.js')).runRestore({ ...installRequest(argv), archive: argv.archive }),
 };

@@ -1,5 +1,5 @@
 import JSON5 from 'json5';
-import type { Answers } from './answers.js';
+import type { Answers } from '../answers/index.js';
 import type { Components } from '../components.js';
 import type { ServiceProfile } from '../profile.js';
 import { GATEWAY_PORT, LAYOUT } from '../layout.js';

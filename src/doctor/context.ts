@@ -1,11 +1,11 @@
 import { parseEnvFile } from '../channel/env-file.js';
 import { loadComponents, type Components } from '../components.js';
-import type { StoredAnswers } from '../config/answers.js';
+import type { StoredAnswers } from '../answers/index.js';
 import { parseRuntimeConfig, type RuntimeConfig } from '../config/runtime-config.js';
 import type { Host } from '../host/index.js';
 import { LAYOUT } from '../layout.js';
 import { loadProfile, type ServiceProfile } from '../profile.js';
-import { readStoredAnswers } from '../steps/answers-state.js';
+import { readStoredAnswers } from '../answers/index.js';
 import { meshStatus, type MeshStatus } from '../steps/mesh-client.js';
 
 export interface Listener {

@@ -3,7 +3,7 @@ import { DeployError } from '../errors.js';
 import { runGuard } from '../guard/index.js';
 import { LAYOUT } from '../layout.js';
 import { guardCron, guardScript } from '../steps/guard.js';
-import { writeDesired } from '../steps/lib/files.js';
+import { writeDesired } from '../pipeline/files.js';
 import type { DoctorContext } from './context.js';
 import type { FixActionId } from './types.js';
 

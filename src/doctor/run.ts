@@ -1,4 +1,4 @@
-import { readStoredAnswers } from '../steps/answers-state.js';
+import { readStoredAnswers } from '../answers/index.js';
 import { UsageError } from '../errors.js';
 import type { Host } from '../host/index.js';
 import { DoctorContext } from './context.js';

@@ -1,6 +1,6 @@
 import type { Host } from '../host/index.js';
 import { LAYOUT } from '../layout.js';
-import { octal, planFile, writeDesired, type DesiredFile } from '../steps/lib/files.js';
+import { octal, planFile, writeDesired, type DesiredFile } from '../pipeline/files.js';
 import { channelDropInContent } from '../steps/channel.js';
 import type { Restoration } from './routing.js';
 

@@ -1,4 +1,3 @@
-import type { RenderArgs } from '../commands/render.js';
 import { serializeRuntimeConfig } from '../config/runtime-config.js';
 import { DeployError } from '../errors.js';
 import { createHost } from '../host/index.js';
@@ -7,17 +6,28 @@ import { guardCron, guardScript } from '../steps/guard.js';
 import { desiredFor, readRuntimeConfig } from '../steps/runtime-config.js';
 import { PRODUCTION_SITE, renderNginxSite } from '../channel/nginx.js';
 import { channelDropInContent, channelEnvContent, channelSecrets } from '../steps/channel.js';
-import { resolveDeploymentInputs, type AnswerFlags } from './answers.js';
-import type { InstallContext } from './step.js';
+import { resolveDeploymentInputs, type AnswerFlags } from '../answers/index.js';
+import type { InstallContext } from '../pipeline/step.js';
+
+import type { RenderTarget } from './render-targets.js';
+
+export interface RenderRequest {
+  file: RenderTarget;
+  answers: AnswerFlags;
+  /** Render the channel files as the catalog deploy / --channel would. */
+  channel?: boolean;
+  showSecrets?: boolean;
+  verbose?: boolean;
+}
 
 /** `service-deploy render FILE`: what the install would write, for review. Writes nothing. */
-export async function runRender(args: RenderArgs): Promise<void> {
-  const host = createHost({ verbose: args.verbose });
-  const { profile, components, answers } = await resolveDeploymentInputs(host, args as AnswerFlags, { needMeshAuthKey: false });
-  const channel = Boolean(args.channel || args.catalog);
+export async function runRender(request: RenderRequest): Promise<void> {
+  const host = createHost({ verbose: request.verbose });
+  const { profile, components, answers } = await resolveDeploymentInputs(host, request.answers, { needMeshAuthKey: false });
+  const channel = Boolean(request.channel);
 
   let text: string;
-  switch (args.file) {
+  switch (request.file) {
     case 'runtime-config': {
       const { config } = await readRuntimeConfig(host);
       text = serializeRuntimeConfig(await desiredFor({ host, answers, profile, components, channel }, config));
@@ -41,15 +51,15 @@ export async function runRender(args: RenderArgs): Promise<void> {
       const ctx = { host, profile, components, answers, options: { channel: true, rotateChannelSecrets: false } } as unknown as InstallContext;
       const secrets = await channelSecrets(ctx);
       text =
-        args.file === 'channel-env'
+        request.file === 'channel-env'
           ? channelEnvContent(secrets)
-          : args.file === 'nginx'
+          : request.file === 'nginx'
             ? renderNginxSite({ ...PRODUCTION_SITE, knock: secrets.knock })
             : channelDropInContent();
       break;
     }
     default:
-      throw new DeployError(`render: unknown file ${String(args.file)}`);
+      throw new DeployError(`render: unknown file ${String(request.file)}`);
   }
-  process.stdout.write(args.showSecrets ? text : host.redactor.redact(text));
+  process.stdout.write(request.showSecrets ? text : host.redactor.redact(text));
 }

@@ -1,9 +1,9 @@
-import type { InstallArgs } from '../commands/install.js';
 import { CancelledError, UsageError } from '../errors.js';
 import type { Host } from '../host/index.js';
 import { LAYOUT } from '../layout.js';
 import { printJson, printLine } from '../output.js';
 import { BACKUP_PATHS, writeBackup } from './backup.js';
+import type { InstallRequest } from './request.js';
 
 /** Everything --reset-clean removes (the service-deploy binary stays, for `restore`). */
 export const RESET_REMOVES = [
@@ -18,12 +18,12 @@ export const RESET_REMOVES = [
  * --reset-clean: confirm, back up (and verify the backup), then remove the agent
  * runtime, the mesh client, all config and the memory/workspace directory.
  */
-export async function runResetClean(host: Host, args: InstallArgs): Promise<void> {
-  if (!args.yes) {
-    if (!process.stdin.isTTY || args.nonInteractive || args.json) {
+export async function runResetClean(host: Host, request: InstallRequest): Promise<void> {
+  if (!request.yes) {
+    if (!process.stdin.isTTY || request.nonInteractive || request.json) {
       throw new UsageError('--reset-clean removes the deployment and needs confirmation', 'add --yes to confirm without a terminal');
     }
-    const { confirm } = await import('./prompter.js');
+    const { confirm } = await import('../answers/index.js');
     if (!(await confirm('Remove the agent runtime, mesh client, all config and the workspace (a backup is written first)?'))) {
       throw new CancelledError('reset cancelled; nothing was changed');
     }
@@ -50,7 +50,7 @@ export async function runResetClean(host: Host, args: InstallArgs): Promise<void
       const test = await host.exec.run('nginx', ['-t'], { allowFailure: true });
       if (test.exitCode === 0) await host.services.reload('system', 'nginx').catch(() => undefined);
     }
-    if (args.json) printJson({ ok: true, backup: backup.archive, entries: backup.entries, removed: RESET_REMOVES });
+    if (request.json) printJson({ ok: true, backup: backup.archive, entries: backup.entries, removed: RESET_REMOVES });
     else {
       printLine(`backup: ${backup.archive}`);
       printLine(`removed the deployment; bring it back with: service-deploy restore ${backup.archive}`);

@@ -1,26 +1,31 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import type { RestoreArgs } from '../commands/restore.js';
 import { UsageError } from '../errors.js';
 import { createHost, type Host } from '../host/index.js';
 import { LAYOUT } from '../layout.js';
 import { extractBackup } from './backup.js';
-import { installWithLock } from './run.js';
+import { installWithLock } from './install.js';
+import type { InstallRequest } from './request.js';
+
+/** `service-deploy restore ARCHIVE`: the archive, and install settings for the run that follows. */
+export interface RestoreRequest extends InstallRequest {
+  archive: string;
+}
 
 /**
  * Puts a backup's files back (config, state, workspace, channel files, nginx site,
  * TLS, cron, units), then runs the install with the restored answers, which brings
  * back what the reset uninstalled (runtime, mesh client) and restarts the services.
  */
-export async function runRestore(args: RestoreArgs): Promise<void> {
-  const host = createHost({ verbose: args.verbose, quiet: args.json });
+export async function runRestore(request: RestoreRequest): Promise<void> {
+  const host = createHost({ verbose: request.verbose, quiet: request.json });
   // An absolute path is a path on the server (as --reset-clean printed it), so it maps
   // under SERVICE_DEPLOY_ROOT like every other; a relative one is relative to here.
-  const archive = path.isAbsolute(args.archive) ? host.paths.real(args.archive) : path.resolve(args.archive);
+  const archive = path.isAbsolute(request.archive) ? host.paths.real(request.archive) : path.resolve(request.archive);
   try {
     await fs.access(archive);
   } catch {
-    throw new UsageError(`backup archive ${args.archive} does not exist`, 'give the path that --reset-clean printed (/tmp/openclaw-backup-*.tar.gz)');
+    throw new UsageError(`backup archive ${request.archive} does not exist`, 'give the path that --reset-clean printed (/tmp/openclaw-backup-*.tar.gz)');
   }
   const lock = await host.locks.acquire(LAYOUT.installLock, 'install');
   try {
@@ -31,7 +36,7 @@ export async function runRestore(args: RestoreArgs): Promise<void> {
     await lock.release();
   }
   const channel = Boolean(await host.files.exists(LAYOUT.channelEnv));
-  await installWithLock({ host, args: { ...args, nonInteractive: true, channel: args.channel || channel } });
+  await installWithLock({ host, request: { ...request, nonInteractive: true, channel: request.channel || channel } });
 }
 
 /**

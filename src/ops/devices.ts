@@ -1,7 +1,7 @@
 import { UsageError } from '../errors.js';
 import { createHost } from '../host/index.js';
 import { printJson, printLine } from '../output.js';
-import { openclaw } from '../steps/lib/runtime.js';
+import { openclaw } from '../runtime/openclaw.js';
 import type { OpsOptions } from './gateway.js';
 
 const REQUEST_ID = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;

@@ -4,7 +4,7 @@ import { userManagerEnv } from '../host/services.js';
 import { LAYOUT } from '../layout.js';
 import { printJson, printLine } from '../output.js';
 import { healthUrl, probeHealth } from '../steps/health.js';
-import { openclaw } from '../steps/lib/runtime.js';
+import { openclaw } from '../runtime/openclaw.js';
 
 export interface OpsOptions {
   json: boolean;

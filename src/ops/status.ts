@@ -1,11 +1,10 @@
-import type { GlobalOptions } from '../commands/shared.js';
 import { loadComponents } from '../components.js';
 import { createHost, type Host } from '../host/index.js';
 import { LAYOUT } from '../layout.js';
 import { printJson, printLine } from '../output.js';
-import { readStoredAnswers } from '../steps/answers-state.js';
+import { readStoredAnswers } from '../answers/index.js';
 import { probeHealth } from '../steps/health.js';
-import { GLOBAL_MODULES, PLUGIN_PREFIX, installedPackageVersion } from '../steps/lib/runtime.js';
+import { GLOBAL_MODULES, PLUGIN_PREFIX, installedPackageVersion } from '../runtime/openclaw.js';
 import { meshStatus } from '../steps/mesh-client.js';
 
 export interface StatusReport {
@@ -53,7 +52,7 @@ export async function collectStatus(host: Host): Promise<StatusReport> {
   };
 }
 
-export async function runStatus(args: GlobalOptions): Promise<void> {
+export async function runStatus(args: { json?: boolean; verbose?: boolean }): Promise<void> {
   const report = await collectStatus(createHost({ verbose: args.verbose }));
   if (args.json) return printJson(report);
   if (!report.deployed) printLine('No deployment found on this server (run `service-deploy install`).');

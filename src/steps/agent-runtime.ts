@@ -1,8 +1,8 @@
-import type { Step } from '../install/step.js';
+import type { Step } from '../pipeline/step.js';
 import { LAYOUT } from '../layout.js';
 import { renderTemplate } from '../render/template.js';
-import { planFile, writeDesired, type DesiredFile } from './lib/files.js';
-import { GLOBAL_MODULES, OPENCLAW_ENTRY, installedPackageVersion, npm } from './lib/runtime.js';
+import { planFile, writeDesired, type DesiredFile } from '../pipeline/files.js';
+import { GLOBAL_MODULES, OPENCLAW_ENTRY, installedPackageVersion, npm } from '../runtime/openclaw.js';
 
 export function openclawWrapper(): DesiredFile {
   return {

@@ -1,8 +1,8 @@
 import type { Components } from '../components.js';
 import type { OsInfo } from '../host/os.js';
 import { readOs } from '../host/os.js';
-import type { Step } from '../install/step.js';
-import { aptInstall, missingPackages } from './lib/apt.js';
+import type { Step } from '../pipeline/step.js';
+import { aptInstall, missingPackages } from '../host/apt.js';
 
 /**
  * A headless browser for the agent's browser tool. Ubuntu's chromium is a snap

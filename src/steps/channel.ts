@@ -5,11 +5,11 @@ import { SECRET_PATTERN, newSecret } from '../channel/protocol.js';
 import { TLS_KEY_BITS, TLS_VALID_DAYS, certProblem, sanExtension } from '../channel/tls.js';
 import { DeployError, UsageError } from '../errors.js';
 import type { Host } from '../host/index.js';
-import type { Change, InstallContext, Plan, Step } from '../install/step.js';
+import type { Change, InstallContext, Plan, Step } from '../pipeline/step.js';
 import { LAYOUT } from '../layout.js';
 import { readTemplate } from '../assets.js';
 import { meshStatus } from './mesh-client.js';
-import { planFile, writeDesired, type DesiredFile } from './lib/files.js';
+import { planFile, writeDesired, type DesiredFile } from '../pipeline/files.js';
 
 /**
  * The channel endpoint (docs/channel-protocol.md), configured by the catalog deploy

@@ -1,9 +1,9 @@
 import { DeployError } from '../errors.js';
-import type { Change, InstallContext, Step } from '../install/step.js';
+import type { Change, InstallContext, Step } from '../pipeline/step.js';
 import { GATEWAY_PORT, LAYOUT } from '../layout.js';
 import { renderTemplate } from '../render/template.js';
-import { planFile, writeDesired, type DesiredFile } from './lib/files.js';
-import { OPENCLAW_ENTRY } from './lib/runtime.js';
+import { planFile, writeDesired, type DesiredFile } from '../pipeline/files.js';
+import { OPENCLAW_ENTRY } from '../runtime/openclaw.js';
 
 const UNIT = LAYOUT.gatewayUnit;
 

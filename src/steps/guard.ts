@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs/promises';
 import { isSingleExecutable } from '../assets.js';
-import type { Change, Step } from '../install/step.js';
+import type { Change, Step } from '../pipeline/step.js';
 import { LAYOUT } from '../layout.js';
 import { renderTemplate } from '../render/template.js';
-import { planFile, writeDesired, type DesiredFile } from './lib/files.js';
+import { planFile, writeDesired, type DesiredFile } from '../pipeline/files.js';
 
 export function guardScript(): DesiredFile {
   return { path: LAYOUT.guardScript, content: renderTemplate('service-guard.sh', { binary: LAYOUT.binary }), mode: 0o755 };

@@ -1,6 +1,6 @@
 import { DeployError } from '../errors.js';
 import type { Host } from '../host/index.js';
-import type { Step } from '../install/step.js';
+import type { Step } from '../pipeline/step.js';
 import { GATEWAY_PORT } from '../layout.js';
 
 export function healthUrl(host: Host): string {

@@ -1,4 +1,4 @@
-import type { Step } from '../install/step.js';
+import type { Step } from '../pipeline/step.js';
 import { agentRuntimeStep } from './agent-runtime.js';
 import { answersStateStep } from './answers-state.js';
 import { browserStep } from './browser.js';

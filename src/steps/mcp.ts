@@ -1,5 +1,5 @@
 import { DeployError } from '../errors.js';
-import type { Step } from '../install/step.js';
+import type { Step } from '../pipeline/step.js';
 
 /**
  * The service's MCP tool server (CRM, calendars, SMS/e-mail), reached by the agent

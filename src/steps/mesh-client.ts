@@ -2,9 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { DeployError } from '../errors.js';
 import type { Host } from '../host/index.js';
 import { readOs } from '../host/os.js';
-import type { InstallContext, Step } from '../install/step.js';
+import type { InstallContext, Step } from '../pipeline/step.js';
 import { GATEWAY_PORT, LAYOUT } from '../layout.js';
-import { aptInstall } from './lib/apt.js';
+import { aptInstall } from '../host/apt.js';
 
 const KEYRING = '/usr/share/keyrings/tailscale-archive-keyring.gpg';
 const SOURCES = '/etc/apt/sources.list.d/tailscale.list';

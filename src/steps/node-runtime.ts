@@ -1,7 +1,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { DeployError } from '../errors.js';
-import type { Step } from '../install/step.js';
+import type { Step } from '../pipeline/step.js';
 import { LAYOUT } from '../layout.js';
 
 /** Node's naming of the machine's architecture in its release tarballs. */

@@ -1,7 +1,7 @@
 import { DeployError } from '../errors.js';
 import type { LockHolder } from '../host/locks.js';
 import type { Host } from '../host/index.js';
-import type { Step } from '../install/step.js';
+import type { Step } from '../pipeline/step.js';
 
 /** The locks dpkg and apt take (fcntl), in the order apt takes them. */
 export const PACKAGE_LOCKS = [

@@ -1,6 +1,6 @@
-import type { Step } from '../install/step.js';
+import type { Step } from '../pipeline/step.js';
 import { LAYOUT } from '../layout.js';
-import { GLOBAL_MODULES, PLUGIN_PREFIX, installedPackageVersion, npm } from './lib/runtime.js';
+import { GLOBAL_MODULES, PLUGIN_PREFIX, installedPackageVersion, npm } from '../runtime/openclaw.js';
 
 /**
  * QMD memory. OpenClaw removed its QMD memory backend in 2026.8.1 (builtin memory is

@@ -2,7 +2,7 @@ import os from 'node:os';
 import fs from 'node:fs/promises';
 import { DeployError } from '../errors.js';
 import { isSupportedOs, readOs, supportedArch } from '../host/os.js';
-import type { Step } from '../install/step.js';
+import type { Step } from '../pipeline/step.js';
 import { CHANNEL_PORT, GATEWAY_PORT } from '../layout.js';
 
 const MIN_FREE_DISK = 3 * 1024 ** 3;

@@ -1,7 +1,7 @@
 import { DeployError } from '../errors.js';
 import type { Host } from '../host/index.js';
 import { readOs } from '../host/os.js';
-import type { InstallContext, Step } from '../install/step.js';
+import type { InstallContext, Step } from '../pipeline/step.js';
 import { LAYOUT } from '../layout.js';
 import {
   desiredRuntimeConfig,
@@ -11,8 +11,8 @@ import {
   type RuntimeConfig,
 } from '../config/runtime-config.js';
 import { browserFor } from './browser.js';
-import { planFile } from './lib/files.js';
-import { openclaw } from './lib/runtime.js';
+import { planFile } from '../pipeline/files.js';
+import { openclaw } from '../runtime/openclaw.js';
 
 export async function readRuntimeConfig(host: Host): Promise<{ text?: string; config?: RuntimeConfig }> {
   const text = await host.files.read(LAYOUT.runtimeConfig);

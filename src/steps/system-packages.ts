@@ -1,5 +1,5 @@
-import type { Step } from '../install/step.js';
-import { aptInstall, missingPackages } from './lib/apt.js';
+import type { Step } from '../pipeline/step.js';
+import { aptInstall, missingPackages } from '../host/apt.js';
 
 export const systemPackagesStep: Step = {
   id: 'system-packages',

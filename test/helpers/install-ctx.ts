@@ -1,9 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Components } from '../../src/components.js';
-import type { Answers } from '../../src/config/answers.js';
+import type { Answers } from '../../src/answers/index.js';
 import { createHost, type Host } from '../../src/host/index.js';
-import type { InstallContext, InstallOptions, Notify } from '../../src/install/step.js';
+import type { InstallContext, InstallOptions, Notify } from '../../src/pipeline/step.js';
 import { loadProfile } from '../../src/profile.js';
 import { tempDir } from './tmp.js';
 

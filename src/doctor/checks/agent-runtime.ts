@@ -1,4 +1,4 @@
-import { GLOBAL_MODULES, installedPackageVersion } from '../../steps/lib/runtime.js';
+import { GLOBAL_MODULES, installedPackageVersion } from '../../runtime/openclaw.js';
 import { fail, pass, type Check } from '../types.js';
 
 export const agentRuntimeCheck: Check = {

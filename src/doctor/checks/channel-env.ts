@@ -1,5 +1,5 @@
 import { LAYOUT } from '../../layout.js';
-import { octal } from '../../steps/lib/files.js';
+import { octal } from '../../pipeline/files.js';
 import { fail, pass, skip, type Check } from '../types.js';
 
 export const CHANNEL_VARIABLES = ['SERVICE_CHANNEL_TOKEN', 'SERVICE_CHANNEL_KNOCK', 'SERVICE_TS_HOSTNAME'] as const;

@@ -1,5 +1,5 @@
 import { LAYOUT } from '../../layout.js';
-import { openclaw } from '../../steps/lib/runtime.js';
+import { openclaw } from '../../runtime/openclaw.js';
 import { fail, pass, skip, type Check } from '../types.js';
 
 export const configValidCheck: Check = {

@@ -1,6 +1,6 @@
 import type { Host } from '../../host/index.js';
 import { LAYOUT } from '../../layout.js';
-import { openclaw } from '../../steps/lib/runtime.js';
+import { openclaw } from '../../runtime/openclaw.js';
 import { pass, skip, warn, type Check } from '../types.js';
 
 export interface PendingDevice {

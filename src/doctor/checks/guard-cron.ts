@@ -1,6 +1,6 @@
 import { LAYOUT } from '../../layout.js';
 import { guardCron, guardScript } from '../../steps/guard.js';
-import { planFile } from '../../steps/lib/files.js';
+import { planFile } from '../../pipeline/files.js';
 import type { Host } from '../../host/index.js';
 import { fail, pass, warn, type Check } from '../types.js';
 

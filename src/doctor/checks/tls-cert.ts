@@ -1,7 +1,7 @@
 import { X509Certificate } from 'node:crypto';
 import { LAYOUT } from '../../layout.js';
 import { TLS_KEY_BITS, TLS_RENEW_BEFORE_DAYS } from '../../channel/tls.js';
-import { octal } from '../../steps/lib/files.js';
+import { octal } from '../../pipeline/files.js';
 import { NOT_CONFIGURED } from './channel-env.js';
 import { fail, pass, skip, warn, type Check } from '../types.js';
 

@@ -1,5 +1,5 @@
 import { CancelledError } from '../errors.js';
-import type { Prompter } from './answers.js';
+import type { Prompter } from './resolve.js';
 
 /** @inquirer/prompts on the terminal; secrets masked. Ctrl-C is a cancel, not a failure. */
 export async function terminalPrompter(): Promise<Prompter> {

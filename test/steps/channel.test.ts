@@ -13,7 +13,7 @@ import {
   channelTlsStep,
   nginxSiteStep,
 } from '../../src/steps/channel.js';
-import type { InstallContext, Step } from '../../src/install/step.js';
+import type { InstallContext, Step } from '../../src/pipeline/step.js';
 import { NGINX, nginxConf } from '../helpers/nginx.js';
 import { sandboxContext, standIn } from '../helpers/install-ctx.js';
 import { tempDir } from '../helpers/tmp.js';

@@ -1,4 +1,4 @@
-import type { Host } from '../../host/index.js';
+import type { Host } from './index.js';
 
 const APT_ENV = { DEBIAN_FRONTEND: 'noninteractive', NEEDRESTART_MODE: 'a' };
 

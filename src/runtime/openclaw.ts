@@ -1,6 +1,6 @@
-import type { RunOptions, RunResult } from '../../host/exec.js';
-import type { Host } from '../../host/index.js';
-import { LAYOUT } from '../../layout.js';
+import type { RunOptions, RunResult } from '../host/exec.js';
+import type { Host } from '../host/index.js';
+import { LAYOUT } from '../layout.js';
 
 /** Environment for the runtime's CLIs: the pinned Node first on PATH, root's OpenClaw home. */
 export function runtimeEnv(host: Host, configPath: string = LAYOUT.runtimeConfig): Record<string, string> {

@@ -1,7 +1,7 @@
-import type { Owner } from '../../host/files.js';
-import { ROOT_OWNER } from '../../host/files.js';
-import type { Host } from '../../host/index.js';
-import type { Change } from '../../install/step.js';
+import type { Owner } from '../host/files.js';
+import { ROOT_OWNER } from '../host/files.js';
+import type { Host } from '../host/index.js';
+import type { Change } from './step.js';
 
 export interface DesiredFile {
   path: string;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { slugify, defaultMeshHostname } from '../../src/config/answers.js';
+import { slugify, defaultMeshHostname } from '../../src/answers/index.js';
 import { UsageError } from '../../src/errors.js';
-import { resolveAnswers, type AnswerInputs, type Prompter } from '../../src/install/answers.js';
+import { resolveAnswers, type AnswerInputs, type Prompter } from '../../src/answers/index.js';
 
 const CURRENT = { customerName: 'Acme', apiKey: 'pkt_current_key_0001', modelId: 'm-current', meshHostname: 'openclaw-acme', mcpToken: 'mcp-current-0001' };
 

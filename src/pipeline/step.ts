@@ -1,6 +1,6 @@
 import type { Host } from '../host/index.js';
 import type { ServiceProfile } from '../profile.js';
-import type { Answers } from '../config/answers.js';
+import type { Answers } from '../answers/index.js';
 import type { Components } from '../components.js';
 
 /** Something a step would change, shown by --check and --diff. */

@@ -103,7 +103,3 @@ export async function runPipeline(
   const recap = { ok: count('ok'), changed: count('changed'), skipped: count('skipped'), failed: count('failed') };
   return { results, recap, failed: recap.failed > 0 };
 }
-
-export function formatRecap(recap: PipelineOutcome['recap']): string {
-  return `ok=${recap.ok} changed=${recap.changed} skipped=${recap.skipped} failed=${recap.failed}`;
-}

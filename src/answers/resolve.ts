@@ -4,7 +4,7 @@ import JSON5 from 'json5';
 import { loadComponents, type Components } from '../components.js';
 import type { Host } from '../host/index.js';
 import { loadProfile, type ServiceProfile } from '../profile.js';
-import { readStoredAnswers } from '../steps/answers-state.js';
+import { readStoredAnswers } from './stored.js';
 import {
   ANSWER_FIELDS,
   ANSWER_SOURCES,
@@ -15,7 +15,7 @@ import {
   type AnswerField,
   type Answers,
   type StoredAnswers,
-} from '../config/answers.js';
+} from './schema.js';
 import { UsageError } from '../errors.js';
 
 export interface AnswerFlags {
@@ -203,11 +203,18 @@ function firstLine(text: string): string {
 }
 
 /** What every command that acts on a deployment starts from: recorded state, profile, pins, answers. */
+export interface DeploymentInputs {
+  current?: StoredAnswers;
+  profile: ServiceProfile;
+  components: Components;
+  answers: Answers;
+}
+
 export async function resolveDeploymentInputs(
   host: Host,
   flags: AnswerFlags,
   options: { prompter?: Prompter; needMeshAuthKey?: boolean } = {},
-): Promise<{ current?: StoredAnswers; profile: ServiceProfile; components: Components; answers: Answers }> {
+): Promise<DeploymentInputs> {
   const current = await readStoredAnswers(host);
   const profile = loadProfile(host.env, current?.serviceOverrides);
   const components = loadComponents(host.env);

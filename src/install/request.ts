@@ -1,0 +1,21 @@
+import type { AnswerFlags } from '../answers/index.js';
+
+/** What `service-deploy install` is asked to do; the command builds it from its flags. */
+export interface InstallRequest {
+  answers: AnswerFlags;
+  json?: boolean;
+  verbose?: boolean;
+  nonInteractive?: boolean;
+  /** Confirms --reset-clean without a prompt. */
+  yes?: boolean;
+  catalog?: boolean;
+  channel?: boolean;
+  check?: boolean;
+  diff?: boolean;
+  resetClean?: boolean;
+  rotateChannelSecrets?: boolean;
+  /** Seconds to wait for the apt/dpkg lock (default 300). */
+  lockTimeout?: number;
+}
+
+export const DEFAULT_LOCK_TIMEOUT_SECONDS = 300;
