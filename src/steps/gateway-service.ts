@@ -15,9 +15,46 @@ export function gatewayUnitFile(): DesiredFile {
       nodeBin: `${LAYOUT.nodePrefix}/bin`,
       openclawEntry: OPENCLAW_ENTRY,
       gatewayPort: GATEWAY_PORT,
+      secretsEnv: LAYOUT.runtimeSecretsEnv,
+      runtimeDir: LAYOUT.runtimeDir,
+      answersFile: LAYOUT.answersFile,
+      meshAuthKeyFile: LAYOUT.meshAuthKeyFile,
+      tlsDir: LAYOUT.tlsDir,
     }),
     mode: 0o644,
   };
+}
+
+/**
+ * The highest `systemd-analyze security` exposure the installed unit may have
+ * (issue 13: from 9.6 UNSAFE without the sandbox). doctor fails above it.
+ */
+export const EXPOSURE_TARGET = 4.5;
+
+/** "Overall exposure level for X: 2.1 OK" -> 2.1 (undefined when not found). */
+export function parseExposure(output: string): number | undefined {
+  const match = /Overall exposure level for \S+: (\d+(?:\.\d+)?)/.exec(output);
+  return match ? Number(match[1]) : undefined;
+}
+
+/** A unit file's directives as `Section.Key` -> values in order (comments and blank lines skipped). */
+export function unitDirectives(text: string): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  let section = '';
+  for (const raw of text.split('\n')) {
+    const line = raw.trim();
+    if (!line || line.startsWith('#') || line.startsWith(';')) continue;
+    const header = /^\[(.+)\]$/.exec(line);
+    if (header) {
+      section = header[1]!;
+      continue;
+    }
+    const eq = line.indexOf('=');
+    if (eq <= 0) continue;
+    const key = `${section}.${line.slice(0, eq).trim()}`;
+    out.set(key, [...(out.get(key) ?? []), line.slice(eq + 1).trim()]);
+  }
+  return out;
 }
 
 interface GatewayPlan {
