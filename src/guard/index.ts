@@ -6,6 +6,7 @@ import { parseRuntimeConfig, serializeRuntimeConfig } from '../config/runtime-co
 import { readStoredAnswers } from '../answers/index.js';
 import { validateCandidate } from '../steps/runtime-config.js';
 import { octal } from '../pipeline/files.js';
+import { applyRuntimeSecrets, planRuntimeSecrets } from '../steps/runtime-secrets.js';
 import { channelFilesPlan, type ChannelFilesPlan } from './channel.js';
 import { appendGuardLog, syslog } from './log.js';
 import { enforceRouting, type Restoration } from './routing.js';
@@ -76,7 +77,11 @@ async function enforce(host: Host, options: GuardOptions): Promise<GuardOutcome>
   const channel: ChannelFilesPlan = await channelFilesPlan(host);
   restorations.push(...channel.restorations);
 
-  const restart = configChanged || channel.dropIn !== undefined;
+  // The secret source the config's references resolve from, as the answers say.
+  const secrets = await planRuntimeSecrets(host, answers);
+  for (const change of secrets.changes) restorations.push({ what: change.target, before: change.summary.replace(`${change.target}: `, ''), after: 'restored from the stored answers' });
+
+  const restart = configChanged || channel.dropIn !== undefined || secrets.restart;
   if (options.check || restorations.length === 0) return { check: options.check, restorations, restarted: false };
 
   if (configChanged) {
@@ -88,6 +93,7 @@ async function enforce(host: Host, options: GuardOptions): Promise<GuardOutcome>
     await host.files.chmod(LAYOUT.runtimeConfig, 0o600);
   }
   await channel.apply();
+  if (secrets.changes.length > 0 || secrets.dirMode) await applyRuntimeSecrets(host, secrets);
   if (channel.dropIn !== undefined) await host.services.daemonReload('user');
   if (restart) await host.services.restart('user', LAYOUT.gatewayUnit);
   return { check: false, restorations, restarted: restart };

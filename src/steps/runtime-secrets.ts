@@ -39,6 +39,8 @@ export interface RuntimeSecretsPlan {
   /** The folder's mode is wrong (or it is missing). */
   dirMode?: { before: number | undefined };
   files: DesiredFile[];
+  /** A value changed (not only a mode): the gateway must restart to read it. */
+  restart: boolean;
 }
 
 /** What differs between the secret source on disk and the answers (nothing written). */
@@ -49,14 +51,16 @@ export async function planRuntimeSecrets(host: Host, answers: RuntimeSecretAnswe
   const dirWrong = dirInfo === undefined || dirInfo.mode !== 0o700;
   if (dirInfo !== undefined && dirInfo.mode !== 0o700) changes.push({ target: LAYOUT.runtimeSecretsDir, summary: `${LAYOUT.runtimeSecretsDir}: mode ${octal(dirInfo.mode)} -> 0700` });
   const files: DesiredFile[] = [];
+  let restart = false;
   for (const desired of runtimeSecretFiles(answers)) {
     const change = await planFile(host, desired);
     if (change) {
       changes.push(change);
       files.push(desired);
+      if ((await host.files.read(desired.path)) !== desired.content) restart = true;
     }
   }
-  return { changes, files, dirMode: dirWrong ? { before: dirInfo?.mode } : undefined };
+  return { changes, files, restart, dirMode: dirWrong ? { before: dirInfo?.mode } : undefined };
 }
 
 export async function applyRuntimeSecrets(host: Host, plan: RuntimeSecretsPlan): Promise<void> {
@@ -73,7 +77,7 @@ export const runtimeSecretsStep: Step = {
     const plan = await planRuntimeSecrets(host, answers);
     if (plan.changes.length === 0 && !plan.dirMode) return { changes: [] };
     // A new key or token reaches the gateway at its next start.
-    return { changes: plan.changes.length ? plan.changes : [{ target: LAYOUT.runtimeSecretsDir, summary: `create ${LAYOUT.runtimeSecretsDir} (0700)` }], notify: plan.files.length ? ['gateway-restart'] : [], data: plan };
+    return { changes: plan.changes.length ? plan.changes : [{ target: LAYOUT.runtimeSecretsDir, summary: `create ${LAYOUT.runtimeSecretsDir} (0700)` }], notify: plan.restart ? ['gateway-restart'] : [], data: plan };
   },
   async apply({ host }, plan) {
     await applyRuntimeSecrets(host, plan.data as RuntimeSecretsPlan);

@@ -65,7 +65,7 @@ describe('secrets by reference', () => {
 
   it('`openclaw secrets audit --check` (the pinned release) passes and resolves the API key reference', async () => {
     const state = stateDirCopy();
-    const r = await openclaw(['secrets', 'audit', '--check', '--json'], state, { SERVICE_MCP_TOKEN: SECRETS.mcpToken });
+    const r = await openclaw(['secrets', 'audit', '--check', '--json'], state);
     const report = JSON.parse(String(r.stdout));
     expect(r.exitCode, JSON.stringify(report, null, 1)).toBe(0);
     expect(report.status).toBe('clean');
@@ -82,7 +82,7 @@ describe('secrets by reference', () => {
 
   it('`openclaw security audit`: no critical finding and no warning the install causes', async () => {
     const state = stateDirCopy();
-    const r = await openclaw(['security', 'audit', '--json'], state, { SERVICE_MCP_TOKEN: SECRETS.mcpToken });
+    const r = await openclaw(['security', 'audit', '--json'], state);
     const report = JSON.parse(String(r.stdout));
     const findings = (report.findings ?? []) as Array<{ checkId: string; severity: string; title?: string }>;
     console.log(`security audit: ${JSON.stringify(report.summary)}; ${findings.map((f) => `${f.severity} ${f.checkId}`).join(', ')}`);
