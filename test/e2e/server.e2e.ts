@@ -11,6 +11,7 @@ import { cleanupTempDirs } from '../helpers/tmp.js';
 import { E2E_CACHE } from './artifacts.js';
 import { CHANNEL_PORT, GATEWAY_PORT, GATEWAY_UNIT, World, channelPost, log, seconds, timeSplit, type InstallRun } from './harness.js';
 import { filesWithSecrets, scanWorldReadable } from './secrets.js';
+import { confinementStep } from './confinement.js';
 
 const components = JSON.parse(fs.readFileSync(path.join(REPO, 'templates/components.json'), 'utf8'));
 const profile = JSON.parse(fs.readFileSync(path.join(REPO, 'templates/service-profile.json'), 'utf8'));
@@ -193,6 +194,8 @@ test -f /root/.config/systemd/user/${GATEWAY_UNIT}.d/service-env.conf && echo "o
     expect(statuses[10]).toBe(429);
     report.rateLimit = statuses;
   });
+
+  step('3b. confinement: exfiltration attempts refused, MCP/browser/workspace still work, sandbox exposure, the runtime\'s own audits', 15 * 60_000, () => confinementStep(world, chat, report));
 
   step('4. re-run with the same answers: 0 changed, gateway not restarted', 5 * 60_000, async () => {
     const pidBefore = await world.userUnit('MainPID');
