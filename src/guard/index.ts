@@ -32,8 +32,8 @@ export const GUARD_TAG = 'service-guard';
  * The hourly gateway enforcer. One at a time (a run lock); reads openclaw.json and
  * the stored answers, computes the routing the deployment wants (enforceRouting),
  * and only when something differs: validates the candidate with OpenClaw's own
- * validator, replaces the file atomically, restores the channel drop-in and
- * channel.env mode, restarts the gateway once, and logs every restoration (secrets
+ * validator, replaces the file atomically, restores the gateway's secret source, the
+ * channel drop-in and channel.env mode, restarts the gateway once, and logs every restoration (secrets
  * masked) to syslog and guard.log. A correct server is left untouched: no write,
  * no restart; one "ok" line goes to syslog so doctor can tell when the guard last ran.
  */

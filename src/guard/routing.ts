@@ -45,13 +45,15 @@ const VENDOR_HOSTS = /(^|\.)(openai\.com|anthropic\.com|googleapis\.com|mistral\
  * stored answers and the service profile, returns the config with the agent routed
  * only through the service's AI gateway, and what had to be put back.
  *
- * - models.providers holds exactly the service provider (base URL, API type, key,
- *   the configured model); direct vendor and any other providers are removed;
+ * - models.providers holds exactly the service provider (base URL, API type, the
+ *   configured model, its key as a reference to the secret source); direct vendor and
+ *   any other providers are removed;
  * - models.mode is `replace`, so the runtime adds no implicit vendor providers;
  * - the default model (and any per-agent model) uses the service provider; fallbacks
  *   (which would reach other providers) are removed;
- * - gateway.auth is {mode: token, token: service API key}; the legacy top-level
- *   gateway.token is migrated away; the gateway binds to loopback only.
+ * - gateway.auth is {mode: token, token: the reference to the service API key}; the
+ *   legacy top-level gateway.token is migrated away; the gateway binds to loopback only;
+ * - secrets.providers.service reads our root-only secret source and nothing else.
  *
  * The result agrees with desiredRuntimeConfig on every setting both manage, so the
  * install and the hourly guard never fight (a test holds them to it).
