@@ -48,7 +48,7 @@ async function scriptedChat(world: World, chat: ChatFn, marker: string, calls: A
   let offered: string[] = [];
   world.ai.script = (request) => {
     const messages = request.messages as Message[];
-    const start = messages.map((m, i) => (m.role === 'user' && text(m.content).includes(marker) ? i : -1)).filter((i) => i >= 0).pop();
+    const start = messages.map((m, i) => (m.role === 'user' && text(m.content).includes(`${marker}:`) ? i : -1)).filter((i) => i >= 0).pop();
     if (start === undefined) return undefined;
     if (offered.length === 0) offered = (request.tools ?? []).map((t) => t.function?.name ?? '?');
     const after = messages.slice(start + 1).filter((m) => m.role === 'tool');
