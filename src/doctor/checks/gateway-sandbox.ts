@@ -28,11 +28,11 @@ export const gatewaySandboxCheck: Check = {
     }
     if (exposure > EXPOSURE_TARGET) {
       return fail(
-        `exposure ${exposure} is above ${EXPOSURE_TARGET}: the gateway's sandbox was weakened (an edited unit or a drop-in)`,
+        `exposure ${exposure.toFixed(1)} is above ${EXPOSURE_TARGET}: the gateway's sandbox was weakened (an edited unit or a drop-in)`,
         `re-run the install to write the unit again; look for drop-ins in ${LAYOUT.gatewayDropInDir} other than service-env.conf`,
         { commands: ['service-deploy install', `XDG_RUNTIME_DIR=/run/user/0 systemd-analyze security --user ${LAYOUT.gatewayUnit}`] },
       );
     }
-    return pass(`exposure ${exposure} (target <= ${EXPOSURE_TARGET})`);
+    return pass(`exposure ${exposure.toFixed(1)} (target <= ${EXPOSURE_TARGET})`);
   },
 };
