@@ -40,7 +40,7 @@ describe('the gateway unit', () => {
     const text = gatewayUnitFile().content;
     const relaxations = text.split('\n').filter((l) => /^# Relaxation:/.test(l));
     expect(relaxations.length).toBeGreaterThanOrEqual(4);
-    for (const option of ['MemoryDenyWriteExecute', 'PrivateNetwork', 'PrivateUsers', 'ProcSubset']) expect(text).toMatch(new RegExp(`# Relaxation: no ${option}`));
+    for (const option of ['MemoryDenyWriteExecute', 'PrivateNetwork', 'PrivateUsers', 'ProcSubset', 'RestrictSUIDSGID']) expect(text).toMatch(new RegExp(`# Relaxation: no ${option}`));
   });
 
   const analyze = fs.existsSync('/usr/bin/systemd-analyze') ? it : it.skip;
