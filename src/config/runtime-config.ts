@@ -184,7 +184,11 @@ export const TOOL_POLICY = {
   alsoAllow: ['group:fs', 'group:memory', 'browser', 'bundle-mcp', 'group:plugins'],
   deny: ['group:runtime', 'group:automation', 'group:nodes', 'gateway', 'cron', 'sessions_spawn', 'sessions_send', 'subagents', 'terminal', 'canvas', 'code_execution'],
   fs: { workspaceOnly: true },
-  exec: { security: 'deny', ask: 'always', applyPatch: { workspaceOnly: true } },
+  // Every allowed tool offered directly (the list is short): no catalog search/call
+  // tools that reach tools by name.
+  toolSearch: false,
+  // No tools.exec section: exec is denied above, and a configured exec section makes
+  // the runtime's doctor suggest widening the profile.
   elevated: { enabled: false },
   agentToAgent: { enabled: false },
   sessions: { visibility: 'self' },
@@ -195,13 +199,17 @@ function applyConfinement(config: Record<string, any>): void {
   const secrets = obj(config.secrets);
   config.secrets = { ...secrets, providers: { ...obj(secrets.providers), [SECRET_PROVIDER]: { ...SECRET_PROVIDER_CONFIG } } };
   const tools = obj(config.tools);
-  config.tools = {
-    ...tools,
-    ...structuredClone(TOOL_POLICY),
-    fs: { ...obj(tools.fs), ...TOOL_POLICY.fs },
-    exec: { ...obj(tools.exec), ...structuredClone(TOOL_POLICY.exec) },
-  };
+  config.tools = { ...tools, ...structuredClone(TOOL_POLICY), fs: { ...obj(tools.fs), ...TOOL_POLICY.fs } };
   delete config.tools.allow; // an allow list would widen the profile
+  // No self-learning: a skill written from untrusted chat would steer every later session.
+  const skills = obj(config.skills);
+  const workshop = obj(skills.workshop);
+  config.skills = { ...skills, workshop: { ...workshop, autonomous: { ...obj(workshop.autonomous), mode: 'off' } } };
+  if (config.browser !== undefined) {
+    // No Chrome extension relay here: its legacy (v1) authentication stays off.
+    const browser = obj(config.browser);
+    config.browser = { ...browser, extensionRelay: { ...obj(browser.extensionRelay), allowLegacyAuth: false } };
+  }
 }
 // --------------------------------------------------------- end confinement (issue 20)
 

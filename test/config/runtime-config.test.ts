@@ -29,7 +29,8 @@ describe('desiredRuntimeConfig', () => {
     });
     expect(c.models.providers.service.apiKey).toEqual({ source: 'file', provider: 'service', id: '/serviceApiKey' });
     expect(c.mcp.servers.service.headers).toEqual({ Authorization: 'Bearer ${SERVICE_MCP_TOKEN}' });
-    expect(c.tools).toMatchObject({ elevated: { enabled: false }, fs: { workspaceOnly: true }, exec: { security: 'deny' } });
+    expect(c.tools).toMatchObject({ elevated: { enabled: false }, fs: { workspaceOnly: true } });
+    expect(c.tools.exec).toBeUndefined();
     expect(c.tools.deny).toEqual(expect.arrayContaining(['group:runtime', 'group:automation', 'gateway', 'cron']));
     expect(c.models.providers.service.models).toEqual([{ id: 'model-a', name: 'model-a', contextWindow: 200000, maxTokens: 16000 }]);
     expect(c.models.providers.service.baseUrl).toBe(profile.aiGatewayUrl);

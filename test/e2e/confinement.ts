@@ -1,7 +1,10 @@
 // Issue 13 item 5 and issue 19 items 5-6 on the real server: the gateway unit's sandbox
 // as root's user manager applies it, and the runtime's own judges (its doctor, config
 // validator, secrets and security audits) on the deployed server.
+import fs from 'node:fs';
+import path from 'node:path';
 import { expect } from 'vitest';
+import { REPO } from '../helpers/binary.js';
 import { runExfiltration } from './exfil.js';
 import { GATEWAY_UNIT, log, type World } from './harness.js';
 
@@ -87,8 +90,24 @@ export async function runtimeJudges(world: World): Promise<RuntimeJudges> {
   };
 }
 
+/**
+ * The runtime's doctor lists every directive its own installer does not write as "an
+ * unrecognized setting": our sandbox (and the secret source's EnvironmentFile) by
+ * design, explained in docs/operations.md. Anything else about the unit is a finding.
+ */
+export function sandboxKeys(): Set<string> {
+  const unit = fs.readFileSync(path.join(REPO, 'templates/openclaw-gateway.service'), 'utf8');
+  const sandbox = unit.split('# ---- sandbox')[1]?.split('[Install]')[0] ?? '';
+  return new Set([...sandbox.matchAll(/^(\w+)=/gm)].map((m) => m[1]!).concat('EnvironmentFile'));
+}
+
+/** The doctor's boxed text as one line per finding sentence (box drawing removed, wraps joined). */
+export function doctorText(lines: string[]): string {
+  return lines.map((l) => l.replace(/[│├╮╯╭╰─┌└◇]/g, ' ').trim()).join(' ').replace(/\s+/g, ' ');
+}
+
 /** What a finding of the runtime's doctor about our unit or config would say (its service audit's own words). */
-const OURS = /TimeoutStopSec|KillMode|RestartSec|network-online|StartLimit|RestartPreventExitStatus|differs from the installer value|unrecognized setting|Gateway service PATH|plaintext|gateway\.auth\.token|trusted.?prox|tools\.elevated|workspaceOnly|openclaw-gateway\.service/i;
+const OURS = /TimeoutStopSec|KillMode|RestartSec|network-online|StartLimit|RestartPreventExitStatus|differs from the installer value|unrecognized setting|Gateway service PATH|plaintext|gateway\.auth\.token|trusted.?prox|tools\.elevated|workspaceOnly|tools\.exec is configured|allowLegacyAuth|Missing env var/i;
 
 /** The e2e step (server.e2e.ts): exfiltration, controls, sandbox, the runtime's judges. */
 export async function confinementStep(world: World, chat: (message: string) => Promise<{ reply: string }>, report: Record<string, unknown>): Promise<void> {
@@ -133,5 +152,12 @@ export async function confinementStep(world: World, chat: (message: string) => P
   expect(judges.secretsAudit.exitCode, JSON.stringify(judges.secretsAudit.report)).toBe(0);
   expect(judges.securityAudit.summary, 'security audit --deep --json gave no report').toBeDefined();
   expect(judges.securityAudit.findings.filter((f) => f.severity === 'critical')).toEqual([]);
-  expect(judges.doctor.lines.filter((l) => OURS.test(l)), judges.doctor.lines.join('\n')).toEqual([]);
+  const keys = sandboxKeys();
+  const doctor = doctorText(judges.doctor.lines);
+  const unrecognized = [...doctor.matchAll(/Systemd Service\.(\w+) contains an unrecognized setting\./g)].map((m) => m[1]!);
+  report.runtimeDoctorUnrecognized = unrecognized;
+  expect(unrecognized.filter((k) => !keys.has(k)), 'unit settings the runtime does not know that are not our sandbox').toEqual([]);
+  const rest = doctor.replace(/Systemd Service\.\w+ contains an unrecognized setting\./g, '');
+  const ours = rest.split(/(?<=\.) /).filter((sentence) => OURS.test(sentence));
+  expect(ours, judges.doctor.lines.join('\n')).toEqual([]);
 }

@@ -51,15 +51,16 @@ async function scriptedChat(world: World, chat: ChatFn, marker: string, calls: A
     const start = messages.map((m, i) => (m.role === 'user' && text(m.content).includes(`${marker}:`) ? i : -1)).filter((i) => i >= 0).pop();
     if (start === undefined) return undefined;
     if (offered.length === 0) offered = (request.tools ?? []).map((t) => t.function?.name ?? '?');
+    // The runtime may rename call ids: the i-th tool message answers the i-th call.
     const after = messages.slice(start + 1).filter((m) => m.role === 'tool');
-    for (const m of after) if (m.tool_call_id) results.set(m.tool_call_id, text(m.content));
+    after.forEach((m, i) => results.set(String(i), text(m.content)));
     const next = calls[after.length];
     const reply: ScriptedReply = next ? { toolCalls: [{ id: `${marker}-${after.length}`.toLowerCase().replace(/[^a-z0-9-]/g, '-'), name: next.name, arguments: next.args }] } : { text: `${marker} DONE` };
     return reply;
   };
   try {
     const answer = await chat(`${marker}: please carry out the next step.`);
-    return { answer, results: calls.map((_, i) => results.get(`${marker}-${i}`.toLowerCase().replace(/[^a-z0-9-]/g, '-'))), offered };
+    return { answer, results: calls.map((_, i) => results.get(String(i))), offered };
   } finally {
     world.ai.script = undefined;
   }

@@ -195,8 +195,6 @@ test -f /root/.config/systemd/user/${GATEWAY_UNIT}.d/service-env.conf && echo "o
     report.rateLimit = statuses;
   });
 
-  step('3b. confinement: exfiltration attempts refused, MCP/browser/workspace still work, sandbox exposure, the runtime\'s own audits', 15 * 60_000, () => confinementStep(world, chat, report));
-
   step('4. re-run with the same answers: 0 changed, gateway not restarted', 5 * 60_000, async () => {
     const pidBefore = await world.userUnit('MainPID');
     const rerun = await world.installSh('--catalog');
@@ -304,6 +302,8 @@ true`);
     expect(answer.model).toBe(`${PROVIDER}/${NEW_MODEL}`);
     expect(answer.reply).toContain('back after the restore?');
   });
+
+  step('8. confinement (after the restore): exfiltration attempts refused, MCP/browser/workspace still work, sandbox exposure, the runtime\'s own audits', 15 * 60_000, () => confinementStep(world, chat, report));
 
   step('no secret in process arguments, the install/guard logs or any world-readable file', 5 * 60_000, async () => {
     world.argv.stop();
