@@ -34,6 +34,11 @@ export const LAYOUT = {
   lingerFile: '/var/lib/systemd/linger/root',
 
   meshAuthKeyFile: '/var/lib/service-deploy/mesh-auth-key',
+  // The gateway's secret source (docs/security.md): root-only, outside the agent's
+  // workspace; openclaw.json only references it.
+  runtimeSecretsDir: '/var/lib/service-deploy/runtime-secrets',
+  runtimeSecretsFile: '/var/lib/service-deploy/runtime-secrets/secrets.json',
+  runtimeSecretsEnv: '/var/lib/service-deploy/runtime-secrets/gateway.env',
 
   nginxSite: '/etc/nginx/conf.d/service-channel.conf',
   tlsDir: '/etc/service-deploy/tls',

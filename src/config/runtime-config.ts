@@ -20,7 +20,8 @@ export const CHANNEL_PLUGIN_ID = 'service-channel';
 export type RuntimeConfig = Record<string, unknown>;
 
 export interface ManagedSettings {
-  answers: Pick<Answers, 'apiKey' | 'modelId' | 'mcpToken'>;
+  /** Only the model: secrets reach openclaw.json as references (see confinement below). */
+  answers: Pick<Answers, 'modelId'>;
   profile: ServiceProfile;
   components: Components;
   /** Load and enable the service-channel plugin (catalog deploy / --channel). */
@@ -45,7 +46,7 @@ export function serviceProvider(settings: Pick<ManagedSettings, 'answers' | 'pro
   const { answers, profile } = settings;
   return {
     baseUrl: profile.aiGatewayUrl,
-    apiKey: answers.apiKey,
+    apiKey: SERVICE_API_KEY_REF,
     api: profile.aiGatewayApi,
     models: [
       {
@@ -78,7 +79,9 @@ export function desiredRuntimeConfig(existing: RuntimeConfig | undefined, settin
     mode: 'local',
     port: RUNTIME_DEFAULTS.gatewayPort,
     bind: 'loopback',
-    auth: { ...obj(gateway.auth), mode: 'token', token: answers.apiKey },
+    // Spec 2.7: token auth whose value is the service API key, by reference.
+    auth: { ...obj(gateway.auth), mode: 'token', token: SERVICE_API_KEY_REF },
+    trustedProxies: GATEWAY_TRUSTED_PROXIES,
   };
 
   config.models = {
@@ -111,7 +114,7 @@ export function desiredRuntimeConfig(existing: RuntimeConfig | undefined, settin
       [SERVICE_MCP_SERVER]: {
         url: profile.mcpUrl,
         transport: 'streamable-http',
-        headers: { Authorization: `Bearer ${answers.mcpToken}` },
+        headers: { Authorization: MCP_AUTHORIZATION_HEADER },
       },
       [QMD_MCP_SERVER]: { command: LAYOUT.qmdBin, args: ['mcp'], transport: 'stdio' },
     },
@@ -140,8 +143,75 @@ export function desiredRuntimeConfig(existing: RuntimeConfig | undefined, settin
   if (settings.browserExecutable) {
     config.browser = { ...obj(config.browser), enabled: true, executablePath: settings.browserExecutable, headless: true, noSandbox: true };
   }
+  applyConfinement(config);
   return config;
 }
+
+// ------------------------------------------------------------- confinement (issue 20)
+// What the agent may touch and where its secrets live. docs/security.md explains each
+// choice; the guard (guard/routing.ts) holds the same values.
+
+/** The file SecretRef provider reading the root-only secret source (LAYOUT.runtimeSecretsFile). */
+export const SECRET_PROVIDER = 'service';
+
+export const SECRET_PROVIDER_CONFIG = { source: 'file', path: LAYOUT.runtimeSecretsFile, mode: 'json', timeoutMs: 5000 } as const;
+
+/** Keys of the secret source (a JSON object); each one a SecretRef id `/<key>`. */
+export const SECRET_SOURCE_KEYS = { serviceApiKey: 'serviceApiKey' } as const;
+
+/** gateway.auth.token and the provider's apiKey: both the service API key (spec 2.7). */
+export const SERVICE_API_KEY_REF = { source: 'file', provider: SECRET_PROVIDER, id: `/${SECRET_SOURCE_KEYS.serviceApiKey}` } as const;
+
+/**
+ * mcp.servers.*.headers take no SecretRef (strings only, not on the pinned release's
+ * SecretRef credential surface): an env placeholder, filled in the gateway's
+ * environment from the same root-only source (LAYOUT.runtimeSecretsEnv via the unit).
+ */
+export const MCP_TOKEN_ENV = 'SERVICE_MCP_TOKEN';
+export const MCP_AUTHORIZATION_HEADER = `Bearer \${${MCP_TOKEN_ENV}}`;
+
+/** nginx (the channel proxy) on loopback is the only proxy in front of the gateway. */
+export const GATEWAY_TRUSTED_PROXIES = ['127.0.0.1', '::1'];
+
+/**
+ * The tool policy of a business assistant that takes untrusted chat: the MCP tools
+ * (CRM, calendar, SMS/e-mail, QMD memory), the browser, memory and files inside the
+ * workspace. No shell or process tools, no elevated exec, no control-plane tools
+ * (gateway, cron/automations, plugins, nodes), no sub-agents or cross-session sends.
+ */
+export const TOOL_POLICY = {
+  profile: 'minimal',
+  alsoAllow: ['group:fs', 'group:memory', 'browser', 'bundle-mcp', 'group:plugins'],
+  deny: ['group:runtime', 'group:automation', 'group:nodes', 'gateway', 'cron', 'sessions_spawn', 'sessions_send', 'subagents', 'terminal', 'canvas', 'code_execution'],
+  fs: { workspaceOnly: true },
+  // Every allowed tool offered directly (the list is short): no catalog search/call
+  // tools that reach tools by name.
+  toolSearch: false,
+  // No tools.exec section: exec is denied above, and a configured exec section makes
+  // the runtime's doctor suggest widening the profile.
+  elevated: { enabled: false },
+  agentToAgent: { enabled: false },
+  sessions: { visibility: 'self' },
+} as const;
+
+/** Puts the confinement settings in place: managed values win, other user keys stay. */
+function applyConfinement(config: Record<string, any>): void {
+  const secrets = obj(config.secrets);
+  config.secrets = { ...secrets, providers: { ...obj(secrets.providers), [SECRET_PROVIDER]: { ...SECRET_PROVIDER_CONFIG } } };
+  const tools = obj(config.tools);
+  config.tools = { ...tools, ...structuredClone(TOOL_POLICY), fs: { ...obj(tools.fs), ...TOOL_POLICY.fs } };
+  delete config.tools.allow; // an allow list would widen the profile
+  // No self-learning: a skill written from untrusted chat would steer every later session.
+  const skills = obj(config.skills);
+  const workshop = obj(skills.workshop);
+  config.skills = { ...skills, workshop: { ...workshop, autonomous: { ...obj(workshop.autonomous), mode: 'off' } } };
+  if (config.browser !== undefined) {
+    // No Chrome extension relay here: its legacy (v1) authentication stays off.
+    const browser = obj(config.browser);
+    config.browser = { ...browser, extensionRelay: { ...obj(browser.extensionRelay), allowLegacyAuth: false } };
+  }
+}
+// --------------------------------------------------------- end confinement (issue 20)
 
 /** Deep equality of two parsed configs (key order ignored). */
 export function sameConfig(a: unknown, b: unknown): boolean {

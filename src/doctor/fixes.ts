@@ -31,7 +31,7 @@ export const FIX_ACTIONS: readonly FixAction[] = [
   },
   {
     id: 'guard',
-    title: 'run the guard: providers, default model, gateway.auth, channel drop-in and channel.env mode',
+    title: 'run the guard: providers, default model, gateway.auth, secret references and their source, channel drop-in and channel.env mode',
     async run(ctx) {
       const outcome = await runGuard(ctx.host, { check: false });
       if (outcome.restarted) ctx.gatewayRestarted = true;

@@ -8,6 +8,7 @@ import { diskCheck } from './checks/disk.js';
 import { gatewayAuthCheck } from './checks/gateway-auth.js';
 import { gatewayBindCheck } from './checks/gateway-bind.js';
 import { gatewayServiceCheck } from './checks/gateway-service.js';
+import { gatewaySandboxCheck } from './checks/gateway-sandbox.js';
 import { guardCronCheck } from './checks/guard-cron.js';
 import { healthCheck } from './checks/health.js';
 import { meshCheck } from './checks/mesh.js';
@@ -17,6 +18,7 @@ import { nodeRuntimeCheck } from './checks/node-runtime.js';
 import { osCheck } from './checks/os.js';
 import { packageLockCheck } from './checks/package-lock.js';
 import { providersCheck } from './checks/providers.js';
+import { secretsCheck } from './checks/secrets.js';
 import { tlsCertCheck } from './checks/tls-cert.js';
 
 /** The checks, in the order they print (they run in parallel). Explicit, not discovered. */
@@ -25,11 +27,13 @@ export const CHECKS: readonly Check[] = [
   nodeRuntimeCheck,
   agentRuntimeCheck,
   gatewayServiceCheck,
+  gatewaySandboxCheck,
   healthCheck,
   gatewayBindCheck,
   gatewayAuthCheck,
   providersCheck,
   configValidCheck,
+  secretsCheck,
   channelEnvCheck,
   channelDropInCheck,
   nginxCheck,

@@ -6,6 +6,7 @@ import { parseRuntimeConfig, serializeRuntimeConfig } from '../config/runtime-co
 import { readStoredAnswers } from '../answers/index.js';
 import { validateCandidate } from '../steps/runtime-config.js';
 import { octal } from '../pipeline/files.js';
+import { applyRuntimeSecrets, planRuntimeSecrets } from '../steps/runtime-secrets.js';
 import { channelFilesPlan, type ChannelFilesPlan } from './channel.js';
 import { appendGuardLog, syslog } from './log.js';
 import { enforceRouting, type Restoration } from './routing.js';
@@ -31,8 +32,8 @@ export const GUARD_TAG = 'service-guard';
  * The hourly gateway enforcer. One at a time (a run lock); reads openclaw.json and
  * the stored answers, computes the routing the deployment wants (enforceRouting),
  * and only when something differs: validates the candidate with OpenClaw's own
- * validator, replaces the file atomically, restores the channel drop-in and
- * channel.env mode, restarts the gateway once, and logs every restoration (secrets
+ * validator, replaces the file atomically, restores the gateway's secret source, the
+ * channel drop-in and channel.env mode, restarts the gateway once, and logs every restoration (secrets
  * masked) to syslog and guard.log. A correct server is left untouched: no write,
  * no restart; one "ok" line goes to syslog so doctor can tell when the guard last ran.
  */
@@ -76,7 +77,11 @@ async function enforce(host: Host, options: GuardOptions): Promise<GuardOutcome>
   const channel: ChannelFilesPlan = await channelFilesPlan(host);
   restorations.push(...channel.restorations);
 
-  const restart = configChanged || channel.dropIn !== undefined;
+  // The secret source the config's references resolve from, as the answers say.
+  const secrets = await planRuntimeSecrets(host, answers);
+  for (const change of secrets.changes) restorations.push({ what: change.target, before: change.summary.replace(`${change.target}: `, ''), after: 'restored from the stored answers' });
+
+  const restart = configChanged || channel.dropIn !== undefined || secrets.restart;
   if (options.check || restorations.length === 0) return { check: options.check, restorations, restarted: false };
 
   if (configChanged) {
@@ -88,6 +93,7 @@ async function enforce(host: Host, options: GuardOptions): Promise<GuardOutcome>
     await host.files.chmod(LAYOUT.runtimeConfig, 0o600);
   }
   await channel.apply();
+  if (secrets.changes.length > 0 || secrets.dirMode) await applyRuntimeSecrets(host, secrets);
   if (channel.dropIn !== undefined) await host.services.daemonReload('user');
   if (restart) await host.services.restart('user', LAYOUT.gatewayUnit);
   return { check: false, restorations, restarted: restart };

@@ -1,6 +1,14 @@
 import { maskSecret } from '../host/redact.js';
 import type { ServiceProfile } from '../profile.js';
-import { primaryModel, serviceProvider, sameConfig, type RuntimeConfig } from '../config/runtime-config.js';
+import {
+  SECRET_PROVIDER,
+  SECRET_PROVIDER_CONFIG,
+  SERVICE_API_KEY_REF,
+  primaryModel,
+  serviceProvider,
+  sameConfig,
+  type RuntimeConfig,
+} from '../config/runtime-config.js';
 
 /** One setting the enforcer put back, for the journal and guard.log (secrets masked). */
 export interface Restoration {
@@ -37,13 +45,15 @@ const VENDOR_HOSTS = /(^|\.)(openai\.com|anthropic\.com|googleapis\.com|mistral\
  * stored answers and the service profile, returns the config with the agent routed
  * only through the service's AI gateway, and what had to be put back.
  *
- * - models.providers holds exactly the service provider (base URL, API type, key,
- *   the configured model); direct vendor and any other providers are removed;
+ * - models.providers holds exactly the service provider (base URL, API type, the
+ *   configured model, its key as a reference to the secret source); direct vendor and
+ *   any other providers are removed;
  * - models.mode is `replace`, so the runtime adds no implicit vendor providers;
  * - the default model (and any per-agent model) uses the service provider; fallbacks
  *   (which would reach other providers) are removed;
- * - gateway.auth is {mode: token, token: service API key}; the legacy top-level
- *   gateway.token is migrated away; the gateway binds to loopback only.
+ * - gateway.auth is {mode: token, token: the reference to the service API key}; the
+ *   legacy top-level gateway.token is migrated away; the gateway binds to loopback only;
+ * - secrets.providers.service reads our root-only secret source and nothing else.
  *
  * The result agrees with desiredRuntimeConfig on every setting both manage, so the
  * install and the hourly guard never fight (a test holds them to it).
@@ -53,7 +63,7 @@ export function enforceRouting(current: RuntimeConfig, answers: RoutingAnswers, 
   const restorations: Restoration[] = [];
   const restored = (what: string, before: unknown, after: unknown) => restorations.push({ what, before: show(before), after: show(after) });
   const name = profile.gatewayProviderName;
-  const wanted = serviceProvider({ answers: { ...answers, mcpToken: '' }, profile });
+  const wanted = serviceProvider({ answers, profile });
   const primary = primaryModel(profile, answers.modelId);
 
   // models.providers: only ours, exactly as it should be.
@@ -69,14 +79,14 @@ export function enforceRouting(current: RuntimeConfig, answers: RoutingAnswers, 
   if (!isObj(ours)) {
     restored(`models.providers.${name}`, ours === undefined ? 'missing' : ours, `service provider (${describeProvider(wanted)})`);
   } else {
-    const fields: Array<[string, unknown, unknown, boolean]> = [
-      ['baseUrl', ours.baseUrl, wanted.baseUrl, false],
-      ['api', ours.api, wanted.api, false],
-      ['apiKey', ours.apiKey, wanted.apiKey, true],
+    const fields: Array<[string, unknown, unknown]> = [
+      ['baseUrl', ours.baseUrl, wanted.baseUrl],
+      ['api', ours.api, wanted.api],
     ];
-    for (const [field, have, want, secret] of fields) {
-      if (have !== want) restored(`models.providers.${name}.${field}`, secret ? secretShown(have) : have, secret ? secretShown(want) : want);
+    for (const [field, have, want] of fields) {
+      if (have !== want) restored(`models.providers.${name}.${field}`, have, want);
     }
+    if (!sameConfig(ours.apiKey, wanted.apiKey)) restored(`models.providers.${name}.apiKey`, secretShown(ours.apiKey), REF_SHOWN);
     if (!sameConfig(ours.models, wanted.models)) restored(`models.providers.${name}.models`, modelIds(ours.models), modelIds(wanted.models));
     for (const extra of Object.keys(ours).filter((k) => !(k in wanted))) {
       // Values not shown: an unknown key (headers, tokens) may carry a secret.
@@ -118,15 +128,31 @@ export function enforceRouting(current: RuntimeConfig, answers: RoutingAnswers, 
     delete gateway.token;
   }
   const auth = obj(gateway.auth);
-  if (!isObj(gateway.auth)) restored('gateway.auth', 'missing', `mode token, token ${maskSecret(answers.apiKey)}`);
+  if (!isObj(gateway.auth)) restored('gateway.auth', 'missing', `mode token, token ${REF_SHOWN}`);
   else {
     if (auth.mode !== 'token') restored('gateway.auth.mode', auth.mode, 'token');
-    if (auth.token !== answers.apiKey) restored('gateway.auth.token', secretShown(auth.token), maskSecret(answers.apiKey));
+    if (!sameConfig(auth.token, SERVICE_API_KEY_REF)) restored('gateway.auth.token', secretShown(auth.token), REF_SHOWN);
   }
   if (gateway.bind !== 'loopback') restored('gateway.bind', gateway.bind, 'loopback');
-  config.gateway = { ...gateway, bind: 'loopback', auth: { ...auth, mode: 'token', token: answers.apiKey } };
+  config.gateway = { ...gateway, bind: 'loopback', auth: { ...auth, mode: 'token', token: { ...SERVICE_API_KEY_REF } } };
+
+  // The references resolve from our root-only source and nowhere else: a provider
+  // pointed at another file (or command) would hand the gateway someone else's key.
+  const secrets = obj(config.secrets);
+  const providersOfSecrets = obj(secrets.providers);
+  if (!sameConfig(providersOfSecrets[SECRET_PROVIDER], SECRET_PROVIDER_CONFIG)) {
+    restored(`secrets.providers.${SECRET_PROVIDER}`, describeSecretProvider(providersOfSecrets[SECRET_PROVIDER]), describeSecretProvider(SECRET_PROVIDER_CONFIG));
+  }
+  config.secrets = { ...secrets, providers: { ...providersOfSecrets, [SECRET_PROVIDER]: { ...SECRET_PROVIDER_CONFIG } } };
 
   return { config, restorations };
+}
+
+const REF_SHOWN = `reference ${SERVICE_API_KEY_REF.source}:${SERVICE_API_KEY_REF.provider}:${SERVICE_API_KEY_REF.id}`;
+
+function describeSecretProvider(entry: unknown): string {
+  if (!isObj(entry)) return show(entry);
+  return `${show(entry.source)} ${show(entry.path ?? entry.command)}`;
 }
 
 function isVendor(name: string, entry: unknown): boolean {
@@ -154,7 +180,9 @@ function modelIds(models: unknown): string {
 
 function secretShown(value: unknown): string {
   if (value === undefined) return '(unset)';
-  return typeof value === 'string' ? maskSecret(value) : '(not a string)';
+  if (typeof value === 'string') return `plaintext ${maskSecret(value)}`;
+  if (isObj(value) && typeof value.source === 'string') return `reference ${show(value.source)}:${show(value.provider)}:${show(value.id)}`;
+  return '(not a string)';
 }
 
 function show(value: unknown): string {

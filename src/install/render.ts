@@ -2,6 +2,7 @@ import { serializeRuntimeConfig } from '../config/runtime-config.js';
 import { DeployError } from '../errors.js';
 import { createHost } from '../host/index.js';
 import { gatewayUnitFile } from '../steps/gateway-service.js';
+import { runtimeSecretFiles } from '../steps/runtime-secrets.js';
 import { guardCron, guardScript } from '../steps/guard.js';
 import { desiredFor, readRuntimeConfig } from '../steps/runtime-config.js';
 import { PRODUCTION_SITE, renderNginxSite } from '../channel/nginx.js';
@@ -36,6 +37,12 @@ export async function runRender(request: RenderRequest): Promise<void> {
     case 'unit':
       text = gatewayUnitFile().content;
       break;
+    case 'secrets':
+    case 'secrets-env': {
+      host.redactor.add(answers.apiKey, answers.mcpToken);
+      text = runtimeSecretFiles(answers)[request.file === 'secrets' ? 0 : 1]!.content;
+      break;
+    }
     case 'guard-script':
       text = guardScript().content;
       break;

@@ -7,7 +7,7 @@ import { GLOBAL_MODULES, OPENCLAW_ENTRY, installedPackageVersion, npm } from '..
 export function openclawWrapper(): DesiredFile {
   return {
     path: LAYOUT.openclawWrapper,
-    content: renderTemplate('openclaw-wrapper.sh', { nodeBin: `${LAYOUT.nodePrefix}/bin`, openclawEntry: OPENCLAW_ENTRY }),
+    content: renderTemplate('openclaw-wrapper.sh', { nodeBin: `${LAYOUT.nodePrefix}/bin`, openclawEntry: OPENCLAW_ENTRY, secretsEnv: LAYOUT.runtimeSecretsEnv }),
     mode: 0o755,
   };
 }

@@ -6,6 +6,8 @@ import { planFile, writeDesired, type DesiredFile } from '../pipeline/files.js';
 import { OPENCLAW_ENTRY } from '../runtime/openclaw.js';
 
 const UNIT = LAYOUT.gatewayUnit;
+/** Root's cache folder (QMD's index): one of the two places the sandboxed gateway may write. */
+export const GATEWAY_CACHE_DIR = `${LAYOUT.runtimeHome}/.cache`;
 
 export function gatewayUnitFile(): DesiredFile {
   return {
@@ -15,13 +17,52 @@ export function gatewayUnitFile(): DesiredFile {
       nodeBin: `${LAYOUT.nodePrefix}/bin`,
       openclawEntry: OPENCLAW_ENTRY,
       gatewayPort: GATEWAY_PORT,
+      secretsEnv: LAYOUT.runtimeSecretsEnv,
+      runtimeDir: LAYOUT.runtimeDir,
+      cacheDir: GATEWAY_CACHE_DIR,
+      answersFile: LAYOUT.answersFile,
+      meshAuthKeyFile: LAYOUT.meshAuthKeyFile,
+      tlsDir: LAYOUT.tlsDir,
     }),
     mode: 0o644,
   };
 }
 
+/**
+ * The highest `systemd-analyze security` exposure the installed unit may have
+ * (issue 13: from 9.6 UNSAFE without the sandbox). doctor fails above it.
+ */
+export const EXPOSURE_TARGET = 4.5;
+
+/** "Overall exposure level for X: 2.1 OK" -> 2.1 (undefined when not found). */
+export function parseExposure(output: string): number | undefined {
+  const match = /Overall exposure level for \S+: (\d+(?:\.\d+)?)/.exec(output);
+  return match ? Number(match[1]) : undefined;
+}
+
+/** A unit file's directives as `Section.Key` -> values in order (comments and blank lines skipped). */
+export function unitDirectives(text: string): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  let section = '';
+  for (const raw of text.split('\n')) {
+    const line = raw.trim();
+    if (!line || line.startsWith('#') || line.startsWith(';')) continue;
+    const header = /^\[(.+)\]$/.exec(line);
+    if (header) {
+      section = header[1]!;
+      continue;
+    }
+    const eq = line.indexOf('=');
+    if (eq <= 0) continue;
+    const key = `${section}.${line.slice(0, eq).trim()}`;
+    out.set(key, [...(out.get(key) ?? []), line.slice(eq + 1).trim()]);
+  }
+  return out;
+}
+
 interface GatewayPlan {
   linger: boolean;
+  cacheDir: boolean;
   unit: boolean;
   reload: boolean;
   enable: boolean;
@@ -41,10 +82,13 @@ export const gatewayServiceStep: Step = {
     const { host, notified } = ctx;
     const unitChange = await planFile(host, gatewayUnitFile());
     const linger = !(await host.files.exists(LAYOUT.lingerFile));
+    // The sandbox keeps home read-only but QMD's index cache: it must exist to be bound.
+    const cacheDir = !(await host.files.exists(GATEWAY_CACHE_DIR));
     const active = await host.services.isActive('user', UNIT).catch(() => false);
     const enabled = await host.services.isEnabled('user', UNIT).catch(() => false);
     const plan: GatewayPlan = {
       linger,
+      cacheDir,
       unit: unitChange !== undefined,
       reload: unitChange !== undefined || notified.has('gateway-reload-units'),
       enable: !enabled,
@@ -53,6 +97,7 @@ export const gatewayServiceStep: Step = {
     };
     const changes: Change[] = [];
     if (linger) changes.push({ target: 'loginctl', summary: 'enable linger for root (user services without a login)' });
+    if (cacheDir) changes.push({ target: GATEWAY_CACHE_DIR, summary: `create ${GATEWAY_CACHE_DIR} (writable for the gateway's sandbox)` });
     if (unitChange) changes.push(unitChange);
     if (plan.enable) changes.push({ target: UNIT, summary: `enable ${UNIT}` });
     if (plan.restart) changes.push({ target: UNIT, summary: `restart ${UNIT} (its configuration changed)` });
@@ -62,6 +107,7 @@ export const gatewayServiceStep: Step = {
   async apply({ host }, plan) {
     const todo = plan.data as GatewayPlan;
     if (todo.linger) await host.exec.run('loginctl', ['enable-linger', 'root']);
+    if (todo.cacheDir) await host.files.ensureDir(GATEWAY_CACHE_DIR, 0o700);
     await waitForUserManager(host);
     if (todo.unit) await writeDesired(host, gatewayUnitFile());
     if (todo.reload) await host.services.daemonReload('user');

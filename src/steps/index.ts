@@ -13,6 +13,7 @@ import { packageLockStep } from './package-lock.js';
 import { contextEngineStep, memoryStep } from './plugins.js';
 import { preflightStep } from './preflight.js';
 import { runtimeConfigStep } from './runtime-config.js';
+import { runtimeSecretsStep } from './runtime-secrets.js';
 import { systemPackagesStep } from './system-packages.js';
 
 /** The install pipeline, in order. Each step builds on the ones before it. */
@@ -31,6 +32,7 @@ export function installSteps(): Step[] {
     answersStateStep,
     // Skipped unless --channel or --catalog: channel.env, plugin, drop-in, TLS, nginx.
     ...channelSteps,
+    runtimeSecretsStep,
     runtimeConfigStep,
     gatewayServiceStep,
     guardStep,

@@ -11,7 +11,7 @@ import { loadProfile } from '../../src/profile.js';
 
 const profile = loadProfile({});
 const settings: ManagedSettings = {
-  answers: { apiKey: 'pkt_abcdefghijklmnop', modelId: 'model-a', mcpToken: 'mcp-token-123456' },
+  answers: { modelId: 'model-a' },
   profile,
   components: loadComponents({}),
   channel: false,
@@ -20,7 +20,18 @@ const settings: ManagedSettings = {
 describe('desiredRuntimeConfig', () => {
   it('writes the spec 2.7 defaults on an empty config', () => {
     const c = desiredRuntimeConfig(undefined, settings) as any;
-    expect(c.gateway).toEqual({ mode: 'local', port: 18789, bind: 'loopback', auth: { mode: 'token', token: 'pkt_abcdefghijklmnop' } });
+    expect(c.gateway).toEqual({
+      mode: 'local',
+      port: 18789,
+      bind: 'loopback',
+      auth: { mode: 'token', token: { source: 'file', provider: 'service', id: '/serviceApiKey' } },
+      trustedProxies: ['127.0.0.1', '::1'],
+    });
+    expect(c.models.providers.service.apiKey).toEqual({ source: 'file', provider: 'service', id: '/serviceApiKey' });
+    expect(c.mcp.servers.service.headers).toEqual({ Authorization: 'Bearer ${SERVICE_MCP_TOKEN}' });
+    expect(c.tools).toMatchObject({ elevated: { enabled: false }, fs: { workspaceOnly: true } });
+    expect(c.tools.exec).toBeUndefined();
+    expect(c.tools.deny).toEqual(expect.arrayContaining(['group:runtime', 'group:automation', 'gateway', 'cron']));
     expect(c.models.providers.service.models).toEqual([{ id: 'model-a', name: 'model-a', contextWindow: 200000, maxTokens: 16000 }]);
     expect(c.models.providers.service.baseUrl).toBe(profile.aiGatewayUrl);
     expect(c.agents.defaults.heartbeat).toEqual({ every: '30m' });

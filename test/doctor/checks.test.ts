@@ -57,6 +57,8 @@ const BROKEN: Array<[string, () => void | Promise<void>, RegExp, RegExp, boolean
   ['guard-cron', () => fs.rmSync(path.join(sb.root, LAYOUT.guardCron)), /hourly enforcer is not in place.*service-guard: create/, /guard script and its cron entry/, true],
   ['mesh', () => fs.rmSync(path.join(sb.state, 'ts-serve')), /not served over the mesh/, /enable Serve and Funnel at the network level, then re-run the install/, false],
   ['devices', () => state('devices.json', JSON.stringify({ pending: [{ requestId: 'req-7f3a', displayName: 'Lisa iPhone' }], paired: [] })), /1 device waiting for approval: req-7f3a \(Lisa iPhone\)/, /approve/, false],
+  ['secrets', () => { const c = config(); c.gateway.auth.token = SECRETS.apiKey; setConfig(c); }, /openclaw\.json holds the service API key in plain text; gateway\.auth\.token: plaintext pkt_\*\*\*\*/, /references back.*rotate it/, true],
+  ['gateway-sandbox', () => sb.write(LAYOUT.gatewayUnitFile, sb.read(LAYOUT.gatewayUnitFile)!.replace(/# ---- sandbox[\s\S]*?\n\[Install\]/, '[Install]')), /exposure 9\.\d is above 4\.5/, /re-run the install/, false],
   ['package-lock', () => undefined, /locked: pid \d+ \(\S*python3.* on \/var\/lib\/dpkg\/lock-frontend/s, /5 minutes/, false],
 ];
 
@@ -86,6 +88,23 @@ describe('each check: broken fixture fails (or warns) with its fix; healthy pass
       }
     });
   }
+
+  it('secrets: a secret source that differs from the stored answers fails, the guard puts it back', async () => {
+    sb.write(LAYOUT.runtimeSecretsEnv, 'SERVICE_MCP_TOKEN=mcp_tok_someone_else_000000\n', 0o600);
+    const report = await check('secrets');
+    expect(report.status).toBe('fail');
+    expect(report.message).toMatch(/secret source differs from the stored answers: .*gateway\.env: update content/);
+    expect(report.message).not.toContain('mcp_tok_someone_else');
+    expect(report.action).toBe('guard');
+  });
+
+  it('gateway-sandbox: prints the exposure the unit is rated at', async () => {
+    const report = await check('gateway-sandbox');
+    expect(report.status).toBe('pass');
+    const exposure = Number(/exposure (\d+\.\d+)/.exec(report.message)?.[1]);
+    expect(exposure).toBeGreaterThan(0);
+    expect(exposure).toBeLessThanOrEqual(4.5);
+  });
 
   it('disk: fails below its threshold, passes above', async () => {
     expect((await check(diskCheckWith({ failBelow: 1, warnBelow: 2 }))).status).toBe('pass');

@@ -55,7 +55,8 @@ describe('service-deploy doctor (binary, sandbox)', () => {
     expect(before.exitCode).toBe(1);
     const failed = JSON.parse(String(before.stdout)).checks.filter((r: { status: string }) => r.status === 'fail');
     expect(failed.map((r: { id: string }) => r.id).sort()).toEqual(
-      ['channel-drop-in', 'channel-env', 'config-valid', 'gateway-auth', 'gateway-bind', 'guard-cron', 'nginx', 'nginx-limit-conn', 'providers'].sort(),
+      // secrets: the direct vendor provider's key sits in openclaw.json in plain text.
+      ['channel-drop-in', 'channel-env', 'config-valid', 'gateway-auth', 'gateway-bind', 'guard-cron', 'nginx', 'nginx-limit-conn', 'providers', 'secrets'].sort(),
     );
     expect(failed.filter((r: { fixable: boolean }) => !r.fixable).map((r: { id: string }) => r.id)).toEqual(['config-valid']);
 
@@ -65,7 +66,7 @@ describe('service-deploy doctor (binary, sandbox)', () => {
     expect(out.fixes.map((f: { id: string; ok: boolean }) => [f.id, f.ok])).toEqual([['cron', true], ['guard', true], ['nginx-site', true]]);
     expect(out.checks.filter((r: { status: string }) => r.status !== 'pass').map((r: { id: string; message: string }) => `${r.id}: ${r.message}`)).toEqual([]);
     expect(fixed.exitCode).toBe(0);
-    expect(out.before.filter((r: { status: string }) => r.status === 'fail')).toHaveLength(9);
+    expect(out.before.filter((r: { status: string }) => r.status === 'fail')).toHaveLength(10);
     // One gateway restart (by the guard), one nginx restart.
     const restarts = sb.calls('systemctl').filter((call) => call.args.includes('restart')).map((call) => call.args.join(' '));
     expect(restarts).toEqual([`--user restart ${LAYOUT.gatewayUnit}`, 'restart nginx']);

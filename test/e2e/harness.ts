@@ -205,7 +205,7 @@ curl -fsSL --cacert /root/e2e/ca.pem "$SERVICE_SETUP_URL/install.sh" | bash -s -
   async diagnostics(): Promise<string> {
     if (!this.container?.initPid) return '';
     const r = await this.container.sh(
-      `tail -n 60 /var/log/service-deploy/install.log 2>&1; echo '--- gateway journal'; ${USER_ENV} journalctl --user -u ${GATEWAY_UNIT} -n 60 --no-pager 2>&1; echo '--- nginx'; tail -n 20 /var/log/nginx/error.log 2>&1; systemctl --failed --no-legend 2>&1`,
+      `tail -n 60 /var/log/service-deploy/install.log 2>&1; echo '--- gateway journal'; ${USER_ENV} journalctl --user -u ${GATEWAY_UNIT} -n 60 --no-pager 2>&1; ${USER_ENV} systemctl --user status --no-pager -l ${GATEWAY_UNIT} 2>&1 | head -12; journalctl -n 40 --no-pager _SYSTEMD_USER_UNIT=${GATEWAY_UNIT} 2>&1; echo '--- nginx'; tail -n 20 /var/log/nginx/error.log 2>&1; systemctl --failed --no-legend 2>&1`,
       { timeoutMs: 30_000 },
     );
     return this.masked(`${r.stdout}${r.stderr}`).slice(-8000);

@@ -11,6 +11,7 @@ import { cleanupTempDirs } from '../helpers/tmp.js';
 import { E2E_CACHE } from './artifacts.js';
 import { CHANNEL_PORT, GATEWAY_PORT, GATEWAY_UNIT, World, channelPost, log, seconds, timeSplit, type InstallRun } from './harness.js';
 import { filesWithSecrets, scanWorldReadable } from './secrets.js';
+import { confinementStep } from './confinement.js';
 
 const components = JSON.parse(fs.readFileSync(path.join(REPO, 'templates/components.json'), 'utf8'));
 const profile = JSON.parse(fs.readFileSync(path.join(REPO, 'templates/service-profile.json'), 'utf8'));
@@ -301,6 +302,8 @@ true`);
     expect(answer.model).toBe(`${PROVIDER}/${NEW_MODEL}`);
     expect(answer.reply).toContain('back after the restore?');
   });
+
+  step('8. confinement (after the restore): exfiltration attempts refused, MCP/browser/workspace still work, sandbox exposure, the runtime\'s own audits', 15 * 60_000, () => confinementStep(world, chat, report));
 
   step('no secret in process arguments, the install/guard logs or any world-readable file', 5 * 60_000, async () => {
     world.argv.stop();

@@ -23,11 +23,16 @@ function textOf(content: unknown): string {
   return typeof content === 'string' ? content : Array.isArray(content) ? content.map((p: { text?: string }) => p?.text ?? '').join('') : '';
 }
 
+/** What a scripted turn answers instead of the echo: tool calls, or a text. */
+export type ScriptedReply = { toolCalls: Array<{ id: string; name: string; arguments: Record<string, unknown> }> } | { text: string };
+
 export interface AiGateway {
   /** SERVICE_AI_GATEWAY_URL (OpenAI base URL, ends in /v1). */
   url: string;
-  /** Every chat completion: the model asked for and whether the service API key was presented. */
-  requests: Array<{ model: string; authorized: boolean }>;
+  /** Every chat completion: the model asked for, whether the service API key was presented, the raw body, the tools offered. */
+  requests: Array<{ model: string; authorized: boolean; body: string; tools: string[] }>;
+  /** Set by a scenario to answer some requests itself (test/e2e/exfil.ts); undefined: echo. */
+  script?: (request: { model: string; messages: Array<{ role: string; content: unknown; tool_call_id?: string }>; tools?: Array<{ function?: { name?: string; parameters?: unknown } }> }) => ScriptedReply | undefined;
   close(): Promise<void>;
 }
 
@@ -38,6 +43,7 @@ export interface AiGateway {
  */
 export async function startAiGateway(apiKey: () => string): Promise<AiGateway> {
   const requests: AiGateway['requests'] = [];
+  const gateway = { requests } as AiGateway;
   const server = http.createServer((req, res) => {
     let body = '';
     req.on('data', (c) => (body += c));
@@ -50,7 +56,7 @@ export async function startAiGateway(apiKey: () => string): Promise<AiGateway> {
         res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":{"message":"not found"}}');
         return;
       }
-      let json: { model: string; stream?: boolean; messages: Array<{ role: string; content: unknown }> };
+      let json: { model: string; stream?: boolean; messages: Array<{ role: string; content: unknown }>; tools?: Array<{ function?: { name?: string } }> };
       try {
         json = JSON.parse(body);
       } catch {
@@ -58,15 +64,20 @@ export async function startAiGateway(apiKey: () => string): Promise<AiGateway> {
         return;
       }
       const authorized = req.headers.authorization === `Bearer ${apiKey()}`;
-      requests.push({ model: json.model, authorized });
+      requests.push({ model: json.model, authorized, body, tools: (json.tools ?? []).map((t) => t.function?.name ?? '?') });
       if (!authorized) {
         res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":{"message":"invalid api key","type":"invalid_request_error"}}');
+        return;
+      }
+      const scripted = authorized ? gateway.script?.(json) : undefined;
+      if (scripted && 'toolCalls' in scripted) {
+        replyToolCalls(res, json, scripted.toolCalls);
         return;
       }
       const lastUser = [...json.messages].reverse().find((m) => m.role === 'user' && !textOf(m.content).startsWith('<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT'));
       const userText = textOf(lastUser?.content);
       const said = /\] ([^\n]*)/.exec(userText)?.[1] ?? userText.split('\n').pop() ?? '';
-      const text = `STAND-IN REPLY from ${json.model} to: ${said}`;
+      const text = scripted && 'text' in scripted ? scripted.text : `STAND-IN REPLY from ${json.model} to: ${said}`;
       const id = `chatcmpl-${Date.now()}`;
       const created = Math.floor(Date.now() / 1000);
       const usage = { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 };
@@ -84,13 +95,34 @@ export async function startAiGateway(apiKey: () => string): Promise<AiGateway> {
     });
   });
   const base = await listen(server);
-  return { url: `${base}/v1`, requests, close: closer(server) };
+  return Object.assign(gateway, { url: `${base}/v1`, close: closer(server) });
+}
+
+/** An assistant turn that calls tools (OpenAI chat completions, stream or not). */
+function replyToolCalls(res: http.ServerResponse, json: { model: string; stream?: boolean }, calls: Array<{ id: string; name: string; arguments: Record<string, unknown> }>): void {
+  const id = `chatcmpl-${Date.now()}`;
+  const created = Math.floor(Date.now() / 1000);
+  const toolCalls = calls.map((c, index) => ({ index, id: c.id, type: 'function', function: { name: c.name, arguments: JSON.stringify(c.arguments) } }));
+  const usage = { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 };
+  if (!json.stream) {
+    const message = { role: 'assistant', content: null, tool_calls: toolCalls.map(({ index: _i, ...call }) => call) };
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ id, object: 'chat.completion', created, model: json.model, choices: [{ index: 0, message, finish_reason: 'tool_calls' }], usage }));
+    return;
+  }
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+  const chunk = (delta: object, finish: string | null = null) => `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: json.model, choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+  res.write(chunk({ role: 'assistant', content: null, tool_calls: toolCalls }));
+  res.write(chunk({}, 'tool_calls'));
+  res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: json.model, choices: [], usage })}\n\n`);
+  res.end('data: [DONE]\n\n');
 }
 
 export interface McpServer {
   url: string;
   /** initialize requests: whether the MCP token was presented. */
   initializes: Array<{ authorized: boolean }>;
+  /** tools/call requests: the tool and whether the MCP token was presented. */
+  calls: Array<{ name: string; authorized: boolean }>;
   close(): Promise<void>;
 }
 
@@ -100,6 +132,7 @@ export interface McpServer {
  */
 export async function startMcp(token: () => string): Promise<McpServer> {
   const initializes: McpServer['initializes'] = [];
+  const calls: McpServer['calls'] = [];
   const server = http.createServer((req, res) => {
     let body = '';
     req.on('data', (c) => (body += c));
@@ -113,7 +146,7 @@ export async function startMcp(token: () => string): Promise<McpServer> {
         res.writeHead(200).end();
         return;
       }
-      let msg: { id?: number | string | null; method?: string; params?: { protocolVersion?: string } };
+      let msg: { id?: number | string | null; method?: string; params?: { protocolVersion?: string; name?: string } };
       try {
         msg = JSON.parse(body);
       } catch {
@@ -121,6 +154,7 @@ export async function startMcp(token: () => string): Promise<McpServer> {
         return;
       }
       if (msg.method === 'initialize') initializes.push({ authorized });
+      if (msg.method === 'tools/call') calls.push({ name: String(msg.params?.name), authorized });
       if (!authorized) {
         res.writeHead(401, { 'content-type': 'application/json', 'www-authenticate': 'Bearer' }).end('{"error":"unauthorized"}');
         return;
@@ -145,7 +179,7 @@ export async function startMcp(token: () => string): Promise<McpServer> {
     });
   });
   const base = await listen(server);
-  return { url: `${base}/mcp`, initializes, close: closer(server) };
+  return { url: `${base}/mcp`, initializes, calls, close: closer(server) };
 }
 
 /** Plain-HTTP static files on loopback (the apt repository: apt checks its signature, not the transport). */

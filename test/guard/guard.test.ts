@@ -35,7 +35,7 @@ describe('service-deploy guard (binary, sandbox)', () => {
     ['extra provider', () => { const c = config(); c.models.providers.mirror = { baseUrl: 'https://llm.example.net/v1' }; setConfig(c); }, /restored models\.providers\.mirror: extra provider/],
     ['direct vendor provider', () => { const c = config(); c.models.providers.openai = { baseUrl: 'https://api.openai.com/v1', apiKey: 'sk-proj-abcdefghijklmnop1234' }; setConfig(c); }, /restored models\.providers\.openai: direct model-vendor provider/],
     ['changed base URL', () => { const c = config(); c.models.providers[Object.keys(c.models.providers)[0]!].baseUrl = 'https://evil.example.com/v1'; setConfig(c); }, /baseUrl: https:\/\/evil\.example\.com\/v1 -> http:\/\/127\.0\.0\.1:9\/v1/],
-    ['changed key', () => { const c = config(); c.models.providers[Object.keys(c.models.providers)[0]!].apiKey = 'pkt_stolen_key_0000000000'; setConfig(c); }, /apiKey: pkt_\*\*\*\*0000 -> pkt_\*\*\*\*a4b5/],
+    ['changed key', () => { const c = config(); c.models.providers[Object.keys(c.models.providers)[0]!].apiKey = 'pkt_stolen_key_0000000000'; setConfig(c); }, /apiKey: plaintext pkt_\*\*\*\*0000 -> reference file:service:\/serviceApiKey/],
     ['removed gateway.auth', () => { const c = config(); delete c.gateway.auth; setConfig(c); }, /restored gateway\.auth: missing -> mode token/],
     ['legacy gateway.token', () => { const c = config(); c.gateway.token = c.gateway.auth.token; setConfig(c); }, /restored gateway\.token: legacy top-level token/],
   ];
@@ -83,6 +83,27 @@ describe('service-deploy guard (binary, sandbox)', () => {
     const run = await sb.run(['guard']);
     expect(run.stdout).toContain(`restored ${LAYOUT.channelEnv} mode: 0644 -> 0600`);
     expect(sb.stat(LAYOUT.channelEnv)!.mode & 0o777).toBe(0o600);
+    expect(restarts()).toBe(0);
+  });
+
+  it('restores the secret source from the stored answers: a swapped key one restart, a loosened mode none', async () => {
+    const source = '/var/lib/service-deploy/runtime-secrets/secrets.json';
+    sb.write(source, JSON.stringify({ serviceApiKey: 'pkt_swapped_key_000000000000' }), 0o600);
+    const run = await sb.run(['guard', '--json']);
+    expect(run.exitCode, String(run.stderr)).toBe(0);
+    expect(JSON.parse(sb.read(source)!)).toEqual({ serviceApiKey: SECRETS.apiKey });
+    expect(sb.stat(source)!.mode & 0o777).toBe(0o600);
+    expect(restarts()).toBe(1);
+    const restored = JSON.parse(String(run.stdout)).restorations.map((r: { what: string }) => r.what);
+    expect(restored).toEqual([source]);
+    for (const secret of [SECRETS.apiKey, 'pkt_swapped_key_000000000000']) expect(String(run.stdout) + sb.read(LAYOUT.guardLog)).not.toContain(secret);
+
+    sb.clearCalls();
+    fs.chmodSync(path.join(sb.root, '/var/lib/service-deploy/runtime-secrets/gateway.env'), 0o644);
+    fs.chmodSync(path.join(sb.root, '/var/lib/service-deploy/runtime-secrets'), 0o755);
+    expect((await sb.run(['guard'])).exitCode).toBe(0);
+    expect(sb.stat('/var/lib/service-deploy/runtime-secrets/gateway.env')!.mode & 0o777).toBe(0o600);
+    expect(sb.stat('/var/lib/service-deploy/runtime-secrets')!.mode & 0o777).toBe(0o700);
     expect(restarts()).toBe(0);
   });
 

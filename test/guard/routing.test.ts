@@ -32,7 +32,7 @@ describe('enforceRouting', () => {
     expect(JSON.stringify(restorations)).not.toContain('verysecret');
   });
 
-  it('restores a changed base URL, API type and key (key masked both sides)', () => {
+  it('restores a changed base URL, API type and a plaintext key (masked) to the reference', () => {
     const c = good();
     c.models.providers[P].baseUrl = 'https://evil.example.com/v1';
     c.models.providers[P].api = 'anthropic-messages';
@@ -41,8 +41,22 @@ describe('enforceRouting', () => {
     expect(config).toEqual(good());
     expect(restorations.map((r) => r.what)).toEqual([`models.providers.${P}.baseUrl`, `models.providers.${P}.api`, `models.providers.${P}.apiKey`]);
     const key = restorations[2]!;
-    expect(key.before).toBe('pkt_****9999');
-    expect(key.after).toBe('pkt_****cdef');
+    expect(key.before).toBe('plaintext pkt_****9999');
+    expect(key.after).toBe('reference file:service:/serviceApiKey');
+    expect(JSON.stringify(restorations)).not.toContain('pkt_other_key_9999999999');
+    expect(JSON.stringify(config)).not.toContain(answers.apiKey);
+  });
+
+  it('puts the secret references and their provider back (a provider pointed elsewhere would hand over another key)', () => {
+    const c = good();
+    c.gateway.auth.token = answers.apiKey;
+    c.secrets.providers.service = { source: 'file', path: '/root/.openclaw/workspace/keys.json', mode: 'json' };
+    const { config, restorations } = enforceRouting(c, answers, profile) as { restorations: any[]; config: any };
+    expect(config).toEqual(good());
+    expect(restorations.map((r) => [r.what, r.before, r.after])).toEqual([
+      ['gateway.auth.token', 'plaintext pkt_****cdef', 'reference file:service:/serviceApiKey'],
+      ['secrets.providers.service', 'file /root/.openclaw/workspace/keys.json', 'file /var/lib/service-deploy/runtime-secrets/secrets.json'],
+    ]);
     expect(JSON.stringify(restorations)).not.toContain(answers.apiKey);
   });
 
@@ -61,7 +75,7 @@ describe('enforceRouting', () => {
     delete c.gateway.auth;
     c.gateway.token = 'pkt_old_token_123456789';
     const { config, restorations } = enforceRouting(c, answers, profile) as { restorations: any[]; config: any };
-    expect(config.gateway.auth).toEqual({ mode: 'token', token: answers.apiKey });
+    expect(config.gateway.auth).toEqual({ mode: 'token', token: { source: 'file', provider: 'service', id: '/serviceApiKey' } });
     expect(config.gateway.token).toBeUndefined();
     expect(restorations.map((r) => r.what)).toEqual(['gateway.token', 'gateway.auth']);
     expect(JSON.stringify(restorations)).not.toContain('pkt_old_token_123456789');

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { PRODUCTION_SITE, renderNginxSite } from '../../src/channel/nginx.js';
 import { loadComponents } from '../../src/components.js';
 import { desiredRuntimeConfig, serializeRuntimeConfig } from '../../src/config/runtime-config.js';
+import { runtimeSecretFiles } from '../../src/steps/runtime-secrets.js';
 import { createHost, type Host } from '../../src/host/index.js';
 import { LAYOUT } from '../../src/layout.js';
 import { loadProfile } from '../../src/profile.js';
@@ -73,6 +74,8 @@ export async function makeHealthySandbox(options: { channel?: boolean } = {}): P
   write(LAYOUT.answersFile, `${JSON.stringify(OPS_ANSWERS, null, 2)}\n`, 0o600);
   const config = desiredRuntimeConfig(undefined, { answers: OPS_ANSWERS, profile, components, channel });
   write(LAYOUT.runtimeConfig, serializeRuntimeConfig(config), 0o600);
+  for (const file of runtimeSecretFiles(OPS_ANSWERS)) write(file.path, file.content, file.mode);
+  fs.chmodSync(path.join(sb.root, LAYOUT.runtimeSecretsDir), 0o700);
   for (const f of ['node', 'openclaw', '_lib.sh']) write(`${LAYOUT.nodePrefix}/bin/${f}`, fs.readFileSync(path.join(STANDINS, f), 'utf8'), 0o755);
   write(`${LAYOUT.nodePrefix}/lib/node_modules/openclaw/package.json`, JSON.stringify({ name: 'openclaw', version: components.openclaw.version }));
   const unit = gatewayUnitFile();

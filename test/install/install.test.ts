@@ -54,7 +54,7 @@ describe('install in a sandbox root', () => {
     expect(out.steps.map((s: { id: string }) => s.id)).toEqual([
       'preflight', 'package-lock', 'system-packages', 'node-runtime', 'agent-runtime', 'mesh-client', 'memory',
       'context-engine', 'mcp', 'browser', 'answers', 'channel-env', 'channel-plugin', 'channel-drop-in', 'channel-tls',
-      'channel-nginx', 'runtime-config', 'gateway-service', 'guard', 'health',
+      'channel-nginx', 'runtime-secrets', 'runtime-config', 'gateway-service', 'guard', 'health',
     ]);
     // The channel endpoint is the catalog deploy's (or --channel's) only.
     expect(out.steps.filter((s: { status: string }) => s.status === 'skipped').map((s: { id: string }) => s.id)).toEqual([
@@ -64,13 +64,17 @@ describe('install in a sandbox root', () => {
     const cfg = config(sb);
     expect(Object.keys(cfg.models.providers)).toEqual(['service']);
     expect(cfg.models.mode).toBe('replace');
-    expect(cfg.models.providers.service).toMatchObject({ apiKey: SECRETS.apiKey, api: 'openai-completions', baseUrl: 'http://127.0.0.1:9/v1' });
+    const ref = { source: 'file', provider: 'service', id: '/serviceApiKey' };
+    expect(cfg.models.providers.service).toMatchObject({ apiKey: ref, api: 'openai-completions', baseUrl: 'http://127.0.0.1:9/v1' });
     expect(cfg.models.providers.service.models[0]).toMatchObject({ id: 'claude-sonnet-4-5', contextWindow: 200000, maxTokens: 16000 });
     expect(cfg.agents.defaults.model.primary).toBe('service/claude-sonnet-4-5');
     expect(cfg.agents.defaults.heartbeat.every).toBe('30m');
     expect(cfg.session.reset).toEqual({ mode: 'idle', idleMinutes: 10080 });
-    expect(cfg.gateway).toEqual({ mode: 'local', port: 18789, bind: 'loopback', auth: { mode: 'token', token: SECRETS.apiKey } });
-    expect(cfg.mcp.servers.service.headers.Authorization).toBe(`Bearer ${SECRETS.mcpToken}`);
+    expect(cfg.gateway).toEqual({ mode: 'local', port: 18789, bind: 'loopback', auth: { mode: 'token', token: ref }, trustedProxies: ['127.0.0.1', '::1'] });
+    expect(cfg.mcp.servers.service.headers.Authorization).toBe('Bearer ${SERVICE_MCP_TOKEN}');
+    // The values, in the root-only secret source the references point at.
+    expect(JSON.parse(sb.read('/var/lib/service-deploy/runtime-secrets/secrets.json')!)).toEqual({ serviceApiKey: SECRETS.apiKey });
+    expect(sb.read('/var/lib/service-deploy/runtime-secrets/gateway.env')).toContain(`SERVICE_MCP_TOKEN=${SECRETS.mcpToken}`);
     expect(cfg.plugins.slots.contextEngine).toBe('lossless-claw');
     expect(cfg.plugins.allow).toBeUndefined();
     expect(sb.stat(CONFIG)!.mode & 0o777).toBe(0o600);
@@ -142,7 +146,8 @@ describe('install in a sandbox root', () => {
     sb.mcp.token = newToken;
     const result = await sb.install(['--non-interactive'], { SERVICE_MCP_TOKEN: newToken });
     expect(result.exitCode, String(result.stderr)).toBe(0);
-    expect(config(sb).mcp.servers.service.headers.Authorization).toBe(`Bearer ${newToken}`);
+    expect(config(sb).mcp.servers.service.headers.Authorization).toBe('Bearer ${SERVICE_MCP_TOKEN}');
+    expect(sb.read('/var/lib/service-deploy/runtime-secrets/gateway.env')).toContain(`SERVICE_MCP_TOKEN=${newToken}\n`);
     expect(gatewayStarts(sb)).toBe(starts + 1);
     expect(String(result.stdout) + String(result.stderr)).not.toContain(newToken);
   });
@@ -168,7 +173,7 @@ describe('install in a sandbox root', () => {
     expect(result.exitCode, String(result.stderr)).toBe(0);
     const cfg = config(sb);
     expect(cfg.gateway.token).toBeUndefined();
-    expect(cfg.gateway.auth).toEqual({ mode: 'token', token: SECRETS.apiKey });
+    expect(cfg.gateway.auth).toEqual({ mode: 'token', token: { source: 'file', provider: 'service', id: '/serviceApiKey' } });
     expect(Object.keys(cfg.models.providers)).toEqual(['service']);
     expect(cfg.agents.defaults.workspace).toBe('/srv/agent');
     expect(cfg.agents.defaults.model).toEqual({ primary: 'service/claude-sonnet-4-5' });
@@ -280,7 +285,13 @@ describe('install in a sandbox root', () => {
     const sb = await installed();
     const env = sb.env();
     const masked = await execa(path.join(process.cwd(), 'dist/service-deploy'), ['render', 'runtime-config'], { env, extendEnv: false });
-    expect(JSON.parse(masked.stdout).gateway.auth.token).toBe('****');
+    // The config holds references only; the secret source is where render masks.
+    expect(JSON.parse(masked.stdout).gateway.auth.token).toEqual({ source: 'file', provider: 'service', id: '/serviceApiKey' });
+    expect(masked.stdout).not.toContain(SECRETS.apiKey);
+    const source = await execa(path.join(process.cwd(), 'dist/service-deploy'), ['render', 'secrets'], { env, extendEnv: false });
+    expect(JSON.parse(source.stdout)).toEqual({ serviceApiKey: '****' });
+    const sourceShown = await execa(path.join(process.cwd(), 'dist/service-deploy'), ['render', 'secrets-env', '--show-secrets'], { env, extendEnv: false, stripFinalNewline: false });
+    expect(sourceShown.stdout).toBe(sb.read('/var/lib/service-deploy/runtime-secrets/gateway.env'));
     const shown = await execa(path.join(process.cwd(), 'dist/service-deploy'), ['render', 'runtime-config', '--show-secrets'], { env, extendEnv: false, stripFinalNewline: false });
     expect(shown.stdout).toBe(sb.read(CONFIG));
   });

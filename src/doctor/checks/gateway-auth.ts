@@ -8,7 +8,7 @@ export const gatewayAuthCheck: Check = {
     const drift = await routingDrift(ctx);
     if (!Array.isArray(drift)) return drift;
     const auth = drift.filter((r) => r.what === 'gateway.token' || r.what.startsWith('gateway.auth'));
-    if (auth.length === 0) return pass('mode token, token = the service API key');
+    if (auth.length === 0) return pass('mode token, token = reference to the service API key');
     const legacy = auth.some((r) => r.what === 'gateway.token');
     return fail(
       `${listDrift(auth)}${legacy ? ' (the runtime 2026.5+ rejects the legacy key)' : ''}`,

@@ -1,0 +1,163 @@
+// Issue 13 item 5 and issue 19 items 5-6 on the real server: the gateway unit's sandbox
+// as root's user manager applies it, and the runtime's own judges (its doctor, config
+// validator, secrets and security audits) on the deployed server.
+import fs from 'node:fs';
+import path from 'node:path';
+import { expect } from 'vitest';
+import { REPO } from '../helpers/binary.js';
+import { runExfiltration } from './exfil.js';
+import { GATEWAY_UNIT, log, type World } from './harness.js';
+
+const USER_ENV = 'XDG_RUNTIME_DIR=/run/user/0';
+
+/** The sandbox properties root's user manager reports for the unit (what it really applies). */
+const PROPERTIES = [
+  'NoNewPrivileges', 'CapabilityBoundingSet', 'ProtectSystem', 'ProtectHome', 'PrivateTmp', 'PrivateDevices', 'PrivateMounts',
+  'ProtectKernelTunables', 'ProtectKernelModules', 'ProtectKernelLogs', 'ProtectControlGroups', 'ProtectClock', 'ProtectHostname',
+  'ProtectProc', 'RestrictNamespaces', 'RestrictRealtime', 'RestrictSUIDSGID', 'LockPersonality', 'SystemCallArchitectures',
+  'UMask', 'ReadWritePaths', 'InaccessiblePaths', 'TimeoutStopUSec', 'KillMode', 'RestartPreventExitStatus', 'OOMPolicy', 'StartLimitBurst',
+];
+
+export interface SandboxReport {
+  exposure: number;
+  exposureLines: string[];
+  properties: Record<string, string>;
+  status: Record<string, string>;
+  /** path -> what a write from inside the gateway's mount namespace got. */
+  writes: Record<string, string>;
+  answersVisible: boolean;
+  browserProcesses: string[];
+}
+
+/** systemd-analyze's rating of the installed unit, the process's credentials, and writes from inside its namespace. */
+export async function inspectSandbox(world: World, pid: number): Promise<SandboxReport> {
+  const c = world.container;
+  const analyze = await c.sh(`${USER_ENV} systemd-analyze security --user --no-pager ${GATEWAY_UNIT}`, { timeoutMs: 60_000 });
+  const exposure = Number(/Overall exposure level for \S+: (\d+(?:\.\d+)?)/.exec(analyze.stdout)?.[1] ?? NaN);
+  const exposureLines = analyze.stdout.split('\n').filter((l) => /^✗|Overall/.test(l.trim())).map((l) => l.replace(/\s+/g, ' ').trim());
+  const shown = await c.ok(`${USER_ENV} systemctl --user show ${GATEWAY_UNIT} ${PROPERTIES.map((p) => `-p ${p}`).join(' ')}`);
+  const properties = Object.fromEntries(shown.trim().split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+  const statusText = await c.ok(`grep -E '^(Uid|CapEff|CapPrm|CapBnd|CapAmb|NoNewPrivs|Seccomp):' /proc/${pid}/status`);
+  const status = Object.fromEntries(statusText.trim().split('\n').map((l) => l.split(/:\s+/) as [string, string]));
+  // Real root (all capabilities) entering only the gateway's mount namespace: a
+  // read-only mount refuses the write whatever the credentials.
+  const writes: Record<string, string> = {};
+  for (const dir of ['/etc', '/usr', '/usr/local/bin', '/root', '/root/.openclaw']) {
+    const r = await c.sh(`nsenter -t ${pid} -m sh -c 'touch ${dir}/.e2e-sandbox-probe && rm -f ${dir}/.e2e-sandbox-probe && echo writable' 2>&1`, { timeoutMs: 30_000 });
+    writes[dir] = (r.stdout.trim().split('\n').pop() ?? '').replace(/^touch: /, '');
+  }
+  const answers = await c.sh(`nsenter -t ${pid} -m cat /var/lib/service-deploy/answers.json 2>&1`, { timeoutMs: 30_000 });
+  const cgroup = (await c.ok(`${USER_ENV} systemctl --user show -p ControlGroup --value ${GATEWAY_UNIT}`)).trim();
+  const procs = await c.sh(`for p in $(cat /sys/fs/cgroup${cgroup}/cgroup.procs 2>/dev/null); do echo "$p $(cat /proc/$p/comm 2>/dev/null) $(grep NoNewPrivs /proc/$p/status 2>/dev/null | tr -s '\\t ' ' ')"; done`, { timeoutMs: 30_000 });
+  const browserProcesses = procs.stdout.split('\n').filter((l) => /chrom/i.test(l));
+  return { exposure, exposureLines, properties, status, writes, answersVisible: answers.stdout.includes('customerName'), browserProcesses };
+}
+
+export interface RuntimeJudges {
+  configValidate: { exitCode: number; out: string };
+  secretsAudit: { exitCode: number; report: any };
+  securityAudit: { summary: any; findings: Array<{ checkId: string; severity: string; title?: string }> };
+  doctor: { exitCode: number; lines: string[] };
+  doctorLint: { exitCode: number; findings: Array<{ checkId?: string; id?: string; severity?: string; message?: string; title?: string }> };
+}
+
+function json(stdout: string): any {
+  const start = stdout.indexOf('{');
+  try {
+    return JSON.parse(stdout.slice(start));
+  } catch {
+    return undefined;
+  }
+}
+
+/** The pinned runtime's own tools, run as an operator would on the server. */
+export async function runtimeJudges(world: World): Promise<RuntimeJudges> {
+  const c = world.container;
+  const run = (args: string, timeoutMs = 180_000) => c.sh(`${USER_ENV} openclaw ${args}`, { timeoutMs });
+  const validate = await run('config validate --json');
+  const secrets = await run('secrets audit --check --json');
+  const security = await run('security audit --deep --json', 300_000);
+  const securityReport = json(security.stdout) ?? {};
+  const doctor = await run('doctor --non-interactive', 300_000);
+  const lint = await run('doctor --lint --json --severity-min warning', 300_000);
+  const lintReport = json(lint.stdout) ?? {};
+  return {
+    configValidate: { exitCode: validate.exitCode, out: world.masked(`${validate.stdout}${validate.stderr}`).slice(-600) },
+    secretsAudit: { exitCode: secrets.exitCode, report: json(secrets.stdout) ?? world.masked(secrets.stdout + secrets.stderr).slice(-600) },
+    securityAudit: { summary: securityReport.summary, findings: securityReport.findings ?? [] },
+    doctor: { exitCode: doctor.exitCode, lines: world.masked(`${doctor.stdout}\n${doctor.stderr}`).split('\n').map((l) => l.trimEnd()).filter(Boolean) },
+    doctorLint: { exitCode: lint.exitCode, findings: lintReport.findings ?? [] },
+  };
+}
+
+/**
+ * The runtime's doctor lists every directive its own installer does not write as "an
+ * unrecognized setting": our sandbox (and the secret source's EnvironmentFile) by
+ * design, explained in docs/operations.md. Anything else about the unit is a finding.
+ */
+export function sandboxKeys(): Set<string> {
+  const unit = fs.readFileSync(path.join(REPO, 'templates/openclaw-gateway.service'), 'utf8');
+  const sandbox = unit.split('# ---- sandbox')[1]?.split('[Install]')[0] ?? '';
+  return new Set([...sandbox.matchAll(/^(\w+)=/gm)].map((m) => m[1]!).concat('EnvironmentFile'));
+}
+
+/** The doctor's boxed text as one line per finding sentence (box drawing removed, wraps joined). */
+export function doctorText(lines: string[]): string {
+  return lines.map((l) => l.replace(/[│├╮╯╭╰─┌└◇]/g, ' ').trim()).join(' ').replace(/\s+/g, ' ');
+}
+
+/** What a finding of the runtime's doctor about our unit or config would say (its service audit's own words). */
+const OURS = /TimeoutStopSec|KillMode|RestartSec|network-online|StartLimit|RestartPreventExitStatus|differs from the installer value|unrecognized setting|Gateway service PATH|plaintext|gateway\.auth\.token|trusted.?prox|tools\.elevated|workspaceOnly|tools\.exec is configured|allowLegacyAuth|Missing env var/i;
+
+/** The e2e step (server.e2e.ts): exfiltration, controls, sandbox, the runtime's judges. */
+export async function confinementStep(world: World, chat: (message: string) => Promise<{ reply: string }>, report: Record<string, unknown>): Promise<void> {
+  const pid = Number(await world.userUnit('MainPID'));
+  const exfil = await runExfiltration(world, chat, pid);
+  report.exfiltration = exfil;
+  log(`exfiltration: ${exfil.attempts.length} attempts, ${exfil.refused} refused; ${exfil.requestsScanned} model requests scanned, secrets in them: ${exfil.secretsInRequests.join(', ') || 'none'}`);
+  for (const a of exfil.attempts) log(`  ${a.outcome.padEnd(8)} ${a.kind} [${a.tool}${a.offered ? '' : ', not offered'}]: ${a.result.slice(0, 120)}`);
+  log(`  tools offered to a channel turn (${exfil.toolsOffered.length}): ${exfil.toolsOffered.join(', ')}`);
+  log(`  controls: workspace read: ${exfil.controls.workspaceRead.slice(0, 80)} | mcp: ${exfil.controls.mcp.slice(0, 80)} | browser: ${exfil.controls.browserStart.slice(0, 160)}`);
+
+  const sandbox = await inspectSandbox(world, pid);
+  report.sandbox = sandbox;
+  log(`systemd-analyze security ${GATEWAY_UNIT}: exposure ${sandbox.exposure} (target <= 4.5)`);
+  log(`  process: ${JSON.stringify(sandbox.status)}; writes from its namespace: ${JSON.stringify(sandbox.writes)}; browser processes in the unit: ${sandbox.browserProcesses.length}`);
+
+  const judges = await runtimeJudges(world);
+  report.runtimeJudges = judges;
+  log(`openclaw config validate: exit ${judges.configValidate.exitCode}; secrets audit --check: exit ${judges.secretsAudit.exitCode}; security audit --deep: ${JSON.stringify(judges.securityAudit.summary)} ${judges.securityAudit.findings.map((f) => `${f.severity} ${f.checkId}`).join(', ')}`);
+  log(`openclaw doctor --non-interactive: exit ${judges.doctor.exitCode}, ${judges.doctor.lines.length} lines; --lint: ${judges.doctorLint.findings.map((f) => `${f.severity} ${f.checkId ?? f.id}`).join(', ') || 'no findings'}`);
+
+  // Issue 20: nothing leaked, nothing a secret reached the model, and the product still works.
+  expect(exfil.attempts.filter((a) => a.outcome === 'LEAKED'), JSON.stringify(exfil.attempts, null, 1)).toEqual([]);
+  expect(exfil.attempts.filter((a) => a.outcome === 'no tool result' && a.offered), JSON.stringify(exfil.attempts, null, 1)).toEqual([]);
+  expect(exfil.secretsInRequests).toEqual([]);
+  expect(exfil.toolsOffered).not.toContain('exec');
+  expect(exfil.controls.workspaceRead).toContain('E2E-WORKSPACE-NOTE 4711');
+  expect(exfil.controls.mcp).toContain('no contacts (e2e stand-in)');
+  expect(world.mcp.calls.length).toBeGreaterThan(0);
+  expect(world.mcp.calls.every((call) => call.authorized)).toBe(true);
+  // Issue 13: the sandbox as applied; the browser runs inside it; /etc and /usr stay read-only.
+  expect(sandbox.exposure).toBeLessThanOrEqual(4.5);
+  expect(sandbox.status.NoNewPrivs).toBe('1');
+  expect(sandbox.status.Seccomp).toBe('2');
+  expect(sandbox.status.CapEff).toMatch(/^0+$/);
+  for (const dir of ['/etc', '/usr', '/usr/local/bin', '/root']) expect(sandbox.writes[dir], dir).toMatch(/Read-only file system/);
+  expect(sandbox.writes['/root/.openclaw']).toBe('writable');
+  expect(sandbox.answersVisible).toBe(false);
+  expect(sandbox.browserProcesses.length, exfil.controls.browserStart).toBeGreaterThan(0);
+  // The runtime's own judges.
+  expect(judges.configValidate.exitCode, judges.configValidate.out).toBe(0);
+  expect(judges.secretsAudit.exitCode, JSON.stringify(judges.secretsAudit.report)).toBe(0);
+  expect(judges.securityAudit.summary, 'security audit --deep --json gave no report').toBeDefined();
+  expect(judges.securityAudit.findings.filter((f) => f.severity === 'critical')).toEqual([]);
+  const keys = sandboxKeys();
+  const doctor = doctorText(judges.doctor.lines);
+  const unrecognized = [...doctor.matchAll(/Systemd Service\.(\w+) contains an unrecognized setting\./g)].map((m) => m[1]!);
+  report.runtimeDoctorUnrecognized = unrecognized;
+  expect(unrecognized.filter((k) => !keys.has(k)), 'unit settings the runtime does not know that are not our sandbox').toEqual([]);
+  const rest = doctor.replace(/Systemd Service\.\w+ contains an unrecognized setting\./g, '');
+  const ours = rest.split(/(?<=\.) /).filter((sentence) => OURS.test(sentence));
+  expect(ours, judges.doctor.lines.join('\n')).toEqual([]);
+}
