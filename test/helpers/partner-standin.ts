@@ -39,6 +39,8 @@ interface Fault {
   when: 'before' | 'after';
   path?: RegExp;
   body?: unknown;
+  /** Sent as is instead of JSON (an HTML page, a route 404), with `headers`. */
+  raw?: string;
   headers?: Record<string, string>;
 }
 
@@ -130,10 +132,16 @@ export class PartnerStandin {
     if (delay) await new Promise((resolve) => setTimeout(resolve, delay.ms));
 
     const fault = this.take(this.faults, path);
-    if (fault?.when === 'before') return reply(fault.status, fault.body ?? { message: 'service unavailable' }, fault.headers);
+    const faulty = (fallback: unknown) => {
+      if (fault!.raw === undefined) return reply(fault!.status, fault!.body ?? fallback, fault!.headers);
+      record.status = fault!.status;
+      response.writeHead(fault!.status, { 'Content-Type': 'text/html', ...fault!.headers });
+      response.end(fault!.raw);
+    };
+    if (fault?.when === 'before') return faulty({ message: 'service unavailable' });
 
     const [status, body] = this.route(request, path, rawBody, record);
-    if (fault?.when === 'after') return reply(fault.status, fault.body ?? { message: 'bad gateway' }, fault.headers);
+    if (fault?.when === 'after') return faulty({ message: 'bad gateway' });
     reply(status, body);
   }
 
