@@ -8,6 +8,7 @@ import { pluginFiles } from '../../src/steps/channel.js';
 import { LAYOUT } from '../../src/layout.js';
 import { makeTestCa } from '../helpers/https-server.js';
 import { freePort, startNginx, type RunningNginx } from '../helpers/nginx.js';
+import { budget } from '../helpers/budget.js';
 import { startFakeProvider, startGateway, type FakeProvider, type RunningGateway } from '../helpers/openclaw.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -51,7 +52,7 @@ beforeAll(async () => {
   pluginDir = writePlugin();
   stateDir = tempDir('sd-openclaw-state-');
   gateway = await startGateway({ pluginDir, providerUrl: provider.url, env: { SERVICE_CHANNEL_TOKEN: token }, stateDir });
-}, 360_000);
+}, budget(420_000));
 
 afterAll(async () => {
   await gateway?.stop();
@@ -73,7 +74,7 @@ describe('service-channel plugin in the real OpenClaw gateway', () => {
     expect(Object.keys(res.json).sort()).toEqual(['model', 'reply', 'sessionId']);
     firstSession = res.json.sessionId;
     acceptedBeforeRestart = { body, headers };
-  }, 120_000);
+  }, budget(120_000));
 
   it('a second message in the same session reaches the model with the first in its context', async () => {
     const body = JSON.stringify({ message: 'hello two', sessionId: firstSession });
@@ -85,7 +86,7 @@ describe('service-channel plugin in the real OpenClaw gateway', () => {
     expect(texts).toContain('hello one');
     expect(texts).toContain('assistant: STAND-IN REPLY to: hello one');
     expect(texts).toContain('hello two');
-  }, 120_000);
+  }, budget(120_000));
 
   it('another session does not see the first one', async () => {
     const body = JSON.stringify({ message: 'fresh start', sessionId: 'other-session-1' });
@@ -93,7 +94,7 @@ describe('service-channel plugin in the real OpenClaw gateway', () => {
     expect(res.status).toBe(200);
     expect(res.json.sessionId).toBe('other-session-1');
     expect(JSON.stringify(provider.requests.at(-1)!.messages)).not.toContain('hello one');
-  }, 120_000);
+  }, budget(120_000));
 
   it('rejects unsigned, wrong-token, expired, future, tampered and replayed requests (401, JSON codes)', async () => {
     const body = JSON.stringify({ message: 'should never reach the model' });
@@ -157,7 +158,7 @@ describe('service-channel plugin in the real OpenClaw gateway', () => {
     } finally {
       await nginx?.stop();
     }
-  }, 120_000);
+  }, budget(120_000));
 
   it('without SERVICE_CHANNEL_TOKEN in the gateway environment: 503 misconfigured', async () => {
     await gateway.stop();
@@ -166,7 +167,7 @@ describe('service-channel plugin in the real OpenClaw gateway', () => {
     const res = await post(body, signed(body));
     expect(res.status).toBe(503);
     expect(res.json.error.code).toBe('misconfigured');
-  }, 180_000);
+  }, budget(420_000));
 
   it('a nonce accepted before a restart is still refused after it; fresh requests still work', async () => {
     await gateway.stop();
@@ -181,5 +182,5 @@ describe('service-channel plugin in the real OpenClaw gateway', () => {
     const res = await post(body, signed(body));
     expect(res.status, JSON.stringify(res.json)).toBe(200);
     expect(res.json.reply).toBe('STAND-IN REPLY to: after restart');
-  }, 180_000);
+  }, budget(420_000));
 });

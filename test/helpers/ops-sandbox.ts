@@ -12,6 +12,7 @@ import { gatewayUnitFile } from '../../src/steps/gateway-service.js';
 import { guardCron, guardScript } from '../../src/steps/guard.js';
 import { SERVE_TARGET } from '../../src/steps/mesh-client.js';
 import { REPO } from './binary.js';
+import { budget } from './budget.js';
 import { makeSandbox, SECRETS, type Sandbox } from './sandbox.js';
 import { tempDir } from './tmp.js';
 
@@ -111,7 +112,7 @@ export async function makeHealthySandbox(options: { channel?: boolean } = {}): P
     },
     gatewayPid: () => Number(fs.readFileSync(path.join(sb.state, 'user-openclaw-gateway.service.pid'), 'utf8')),
     run: (args: string[], extraEnv: Record<string, string> = {}) =>
-      execa(path.join(REPO, 'dist/service-deploy'), args, { env: env(extraEnv), extendEnv: false, reject: false, timeout: 60_000 }),
+      execa(path.join(REPO, 'dist/service-deploy'), args, { env: env(extraEnv), extendEnv: false, reject: false, timeout: budget(120_000) }),
   });
   await ops.systemctl('--user', 'daemon-reload');
   await ops.systemctl('--user', 'restart', LAYOUT.gatewayUnit);

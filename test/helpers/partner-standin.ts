@@ -48,6 +48,8 @@ interface Delay {
   count: number;
   ms: number;
   path?: RegExp;
+  /** Answer only once this settles (holdNext). */
+  until?: Promise<void>;
 }
 
 export interface StandinOptions {
@@ -104,6 +106,14 @@ export class PartnerStandin {
     this.delays.push({ ms, count: options.count ?? 1, path: options.path });
   }
 
+  /** Holds the next answer until the returned function is called (no fixed delay). */
+  holdNext(options: { path?: RegExp } = {}): () => void {
+    let release!: () => void;
+    const until = new Promise<void>((resolve) => (release = resolve));
+    this.delays.push({ ms: 0, count: 1, path: options.path, until });
+    return release;
+  }
+
   /** Imports an agent into the partner's account, as the portal would. */
   importAgent(provider: string, agentId: string): void {
     (this.importedAgents[provider] ??= []).push(agentId);
@@ -129,7 +139,8 @@ export class PartnerStandin {
     };
 
     const delay = this.take(this.delays, path);
-    if (delay) await new Promise((resolve) => setTimeout(resolve, delay.ms));
+    if (delay?.until) await delay.until;
+    else if (delay) await new Promise((resolve) => setTimeout(resolve, delay.ms));
 
     const fault = this.take(this.faults, path);
     const faulty = (fallback: unknown) => {

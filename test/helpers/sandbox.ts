@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import * as tar from 'tar';
 import { BINARY, REPO, cleanEnv } from './binary.js';
+import { budget } from './budget.js';
 import { makeTestCa, serveDirectory, type StaticServer, type TestCa } from './https-server.js';
 import { tempDir } from './tmp.js';
 
@@ -139,7 +140,7 @@ export async function makeSandbox(options: { os?: string } = {}): Promise<Sandbo
         env: sandbox.env(extraEnv),
         extendEnv: false,
         reject: false,
-        timeout: 120_000,
+        timeout: budget(180_000),
       }),
     read: (p) => {
       try {
