@@ -1,5 +1,6 @@
 import type { Check } from './types.js';
 import { agentRuntimeCheck } from './checks/agent-runtime.js';
+import { agentSettingsCheck } from './checks/agent-settings.js';
 import { channelDropInCheck } from './checks/channel-drop-in.js';
 import { channelEnvCheck } from './checks/channel-env.js';
 import { configValidCheck } from './checks/config-valid.js';
@@ -29,6 +30,7 @@ export const CHECKS: readonly Check[] = [
   gatewayBindCheck,
   gatewayAuthCheck,
   providersCheck,
+  agentSettingsCheck,
   configValidCheck,
   channelEnvCheck,
   channelDropInCheck,

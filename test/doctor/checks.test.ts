@@ -48,6 +48,7 @@ const BROKEN: Array<[string, () => void | Promise<void>, RegExp, RegExp, boolean
   ['gateway-bind', () => setConfig({ ...config(), gateway: { ...config().gateway, bind: 'lan' } }), /gateway\.bind is "lan"/, /loopback/, true],
   ['gateway-auth', () => { const c = config(); c.gateway.token = c.gateway.auth.token; delete c.gateway.auth; setConfig(c); }, /gateway\.token: legacy top-level token.*gateway\.auth: missing/, /gateway\.auth back/, true],
   ['providers', () => { const c = config(); c.models.providers.openai = { baseUrl: 'https://api.openai.com/v1', apiKey: 'sk-live-abcdefghijklmnop' }; setConfig(c); }, /models\.providers\.openai: direct model-vendor provider/, /single service provider/, true],
+  ['agent-settings', () => { const c = config(); c.agents.entries.main.identity.name = 'Old Name'; c.agents.defaults.heartbeat.target = 'owner'; setConfig(c); }, /agent display name: Old Name \(want Acme Dental GmbH\).*heartbeat: target "owner".*runs are skipped/, /guard does it/, true],
   ['config-valid', () => { const c = config(); c.gateway.token = 'x'; setConfig(c); }, /OpenClaw rejects .*gateway: Unrecognized key/, /doctor --fix/, false],
   ['channel-env', () => fs.chmodSync(path.join(sb.root, LAYOUT.channelEnv), 0o644), /mode 0644: the channel token and knock are readable/, /0600/, true],
   ['channel-drop-in', () => fs.rmSync(path.join(sb.root, LAYOUT.channelDropIn)), /service-env\.conf is missing.*503 "misconfigured"/, /reload the units and restart/, true],
