@@ -11,6 +11,7 @@ import { gatewayBindCheck } from './checks/gateway-bind.js';
 import { gatewayServiceCheck } from './checks/gateway-service.js';
 import { guardCronCheck } from './checks/guard-cron.js';
 import { healthCheck } from './checks/health.js';
+import { memoryCheck } from './checks/memory.js';
 import { meshCheck } from './checks/mesh.js';
 import { nginxLimitConnCheck } from './checks/nginx-limit-conn.js';
 import { nginxCheck } from './checks/nginx.js';
@@ -38,6 +39,7 @@ export const CHECKS: readonly Check[] = [
   nginxLimitConnCheck,
   tlsCertCheck,
   guardCronCheck,
+  memoryCheck,
   meshCheck,
   devicesCheck,
   diskCheck,

@@ -7,6 +7,7 @@ import { gatewayServiceStep } from './gateway-service.js';
 import { guardStep } from './guard.js';
 import { healthStep } from './health.js';
 import { mcpStep } from './mcp.js';
+import { memoryIndexStep } from './memory-index.js';
 import { meshClientStep } from './mesh-client.js';
 import { nodeRuntimeStep } from './node-runtime.js';
 import { packageLockStep } from './package-lock.js';
@@ -33,6 +34,7 @@ export function installSteps(): Step[] {
     ...channelSteps,
     runtimeConfigStep,
     gatewayServiceStep,
+    memoryIndexStep,
     guardStep,
     healthStep,
   ];

@@ -56,6 +56,7 @@ const BROKEN: Array<[string, () => void | Promise<void>, RegExp, RegExp, boolean
   ['nginx-limit-conn', () => sb.write(LAYOUT.nginxSite, sb.read(LAYOUT.nginxSite)!.replace('limit_conn service_cn 3;', 'limit_conn zone=service_cn 3;'), 0o600), /limit_conn zone=/, /limit_conn service_cn 3;/, true],
   ['tls-cert', () => fs.rmSync(path.join(sb.root, LAYOUT.tlsCert)), /channel\.crt is missing/, /install --channel|--channel/, false],
   ['guard-cron', () => fs.rmSync(path.join(sb.root, LAYOUT.guardCron)), /hourly enforcer is not in place.*service-guard: create/, /guard script and its cron entry/, true],
+  ['memory', () => { const old = new Date(Date.now() - 2 * 3600_000); fs.utimesSync(path.join(sb.root, LAYOUT.qmdRefreshStamp), old, old); }, /memory index was last refreshed 120 min ago \(the timer runs every 15 min\)/, /refresh it now/, false],
   ['mesh', () => fs.rmSync(path.join(sb.state, 'ts-serve')), /not served over the mesh/, /enable Serve and Funnel at the network level, then re-run the install/, false],
   ['devices', () => state('devices.json', JSON.stringify({ pending: [{ requestId: 'req-7f3a', displayName: 'Lisa iPhone' }], paired: [] })), /1 device waiting for approval: req-7f3a \(Lisa iPhone\)/, /approve/, false],
   ['package-lock', () => undefined, /locked: pid \d+ \(\S*python3.* on \/var\/lib\/dpkg\/lock-frontend/s, /5 minutes/, false],
@@ -159,6 +160,19 @@ describe('each check: broken fixture fails (or warns) with its fix; healthy pass
     const stale = await check('guard-cron');
     expect(stale.status).toBe('warn');
     expect(stale.message).toMatch(/last ran 300 min ago/);
+  });
+
+  it('memory: within two periods passes; no collection, a stopped timer or an open index fails', async () => {
+    const recent = new Date(Date.now() - 25 * 60_000);
+    fs.utimesSync(path.join(sb.root, LAYOUT.qmdRefreshStamp), recent, recent);
+    expect((await check('memory')).status).toBe('pass');
+    fs.chmodSync(path.join(sb.root, LAYOUT.qmdIndex), 0o644);
+    expect((await check('memory')).message).toMatch(/readable by others: .*index\.sqlite/);
+    fs.rmSync(path.join(sb.state, 'user-qmd-refresh.timer.active'));
+    expect((await check('memory')).message).toMatch(/qmd-refresh\.timer is not active/);
+    sb.write(LAYOUT.qmdCollectionsFile, 'collections:\n  notes:\n    path: /srv/notes\n    pattern: "**/*.md"\n', 0o600);
+    const missing = await check('memory');
+    expect([missing.status, missing.message]).toEqual(['fail', expect.stringMatching(/QMD has no "memory" collection/)]);
   });
 
   it('mesh: a hostname other than the configured one fails with the set command', async () => {

@@ -56,7 +56,7 @@ async function nodeSource(): Promise<{ ca: TestCa; dist: StaticServer }> {
   const name = `node-v${NODE_VERSION}-linux-${arch}`;
   const stage = path.join(tempDir('sd-nodestage-'), name, 'bin');
   fs.mkdirSync(stage, { recursive: true });
-  for (const f of ['node', 'npm', 'openclaw', '_lib.sh']) fs.copyFileSync(path.join(STANDINS, f), path.join(stage, f));
+  for (const f of ['node', 'npm', 'openclaw', 'qmd', '_lib.sh']) fs.copyFileSync(path.join(STANDINS, f), path.join(stage, f));
   fs.mkdirSync(path.join(dir, `v${NODE_VERSION}`));
   const tarball = path.join(dir, `v${NODE_VERSION}`, `${name}.tar.gz`);
   await tar.c({ gzip: true, file: tarball, cwd: path.dirname(path.dirname(stage)), portable: true }, [name]);
@@ -84,7 +84,7 @@ export async function makeSandbox(options: { os?: string } = {}): Promise<Sandbo
   const log = path.join(state, 'calls.log');
   fs.writeFileSync(log, '');
   for (const f of fs.readdirSync(STANDINS)) {
-    if (['node', 'npm', 'openclaw'].includes(f)) continue; // these come from the Node tarball
+    if (['node', 'npm', 'openclaw', 'qmd'].includes(f)) continue; // these come from the Node tarball (qmd from npm)
     fs.copyFileSync(path.join(STANDINS, f), path.join(bin, f));
   }
   fs.mkdirSync(path.join(root, 'etc'), { recursive: true });
