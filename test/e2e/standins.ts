@@ -27,7 +27,7 @@ export interface AiGateway {
   /** SERVICE_AI_GATEWAY_URL (OpenAI base URL, ends in /v1). */
   url: string;
   /** Every chat completion: the model asked for and whether the service API key was presented. */
-  requests: Array<{ model: string; authorized: boolean }>;
+  requests: Array<{ model: string; authorized: boolean; bytes?: number; tools?: number }>;
   close(): Promise<void>;
 }
 
@@ -50,7 +50,7 @@ export async function startAiGateway(apiKey: () => string): Promise<AiGateway> {
         res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":{"message":"not found"}}');
         return;
       }
-      let json: { model: string; stream?: boolean; messages: Array<{ role: string; content: unknown }> };
+      let json: { model: string; stream?: boolean; messages: Array<{ role: string; content: unknown }>; tools?: unknown[] };
       try {
         json = JSON.parse(body);
       } catch {
@@ -58,7 +58,7 @@ export async function startAiGateway(apiKey: () => string): Promise<AiGateway> {
         return;
       }
       const authorized = req.headers.authorization === `Bearer ${apiKey()}`;
-      requests.push({ model: json.model, authorized });
+      requests.push({ model: json.model, authorized, bytes: Buffer.byteLength(body), tools: json.tools?.length ?? 0 });
       if (!authorized) {
         res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":{"message":"invalid api key","type":"invalid_request_error"}}');
         return;
