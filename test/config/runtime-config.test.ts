@@ -47,7 +47,7 @@ describe('desiredRuntimeConfig', () => {
     expect(c.models.providers.service.baseUrl).toBe(profile.aiGatewayUrl);
     expect(c.agents.defaults.heartbeat).toEqual({ every: '30m', target: 'none', lightContext: true, isolatedSession: true });
     expect(c.session.reset).toEqual({ mode: 'idle', idleMinutes: 7 * 24 * 60 });
-    expect(c.mcp.servers.qmd).toEqual({ command: '/opt/service-deploy/node/bin/qmd', args: ['mcp'], transport: 'stdio' });
+    expect(c.mcp.servers.qmd).toEqual({ command: '/opt/service-deploy/qmd/node_modules/.bin/qmd', args: ['mcp'], transport: 'stdio' });
     expect(c.plugins.entries['service-channel']).toBeUndefined();
   });
 
