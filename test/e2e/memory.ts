@@ -17,8 +17,12 @@ const OPENCLAW = '/usr/local/bin/openclaw';
  */
 const MCP_CLIENT = String.raw`
 import { spawn } from 'node:child_process';
+import path from 'node:path';
 const [word, qmd] = process.argv.slice(2);
-const child = spawn(qmd, ['mcp'], { stdio: ['pipe', 'pipe', 'inherit'], env: { ...process.env, HOME: '/root' } });
+// As the gateway starts it: HOME=/root and the pinned Node first on PATH (qmd is a node script).
+const child = spawn(qmd, ['mcp'], { stdio: ['pipe', 'pipe', 'inherit'], env: { ...process.env, HOME: '/root', PATH: path.dirname(process.execPath) + ':' + process.env.PATH } });
+const failers = new Map();
+child.on('exit', (code) => { for (const fail of failers.values()) fail(new Error('qmd mcp exited (' + code + ') before answering')); });
 let buffer = '';
 const waiting = new Map();
 child.stdout.on('data', (chunk) => {
@@ -32,7 +36,8 @@ child.stdout.on('data', (chunk) => {
 });
 const call = (id, method, params) => new Promise((resolve, reject) => {
   const timer = setTimeout(() => reject(new Error('no answer to ' + method + ' within 120 s')), 120000);
-  waiting.set(id, (m) => { clearTimeout(timer); resolve(m); });
+  failers.set(id, (error) => { clearTimeout(timer); reject(error); });
+  waiting.set(id, (m) => { clearTimeout(timer); failers.delete(id); resolve(m); });
   child.stdin.write(JSON.stringify({ jsonrpc: '2.0', id, method, params }) + '\n');
 });
 const init = await call(1, 'initialize', { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'e2e', version: '1' } });

@@ -119,7 +119,8 @@ export async function makeSandbox(options: { os?: string } = {}): Promise<Sandbo
         SERVICE_MCP_URL: mcp.url,
         SERVICE_AI_GATEWAY_URL: 'http://127.0.0.1:9/v1',
         SERVICE_HEALTH_URL: `${health.url}/healthz`,
-        SERVICE_HEALTH_TIMEOUT_MS: '3000',
+        // The stand-in answers at once; on a loaded machine its answer may still take seconds.
+        SERVICE_HEALTH_TIMEOUT_MS: String(budget(60_000)),
         ...extra,
       }),
     calls: (command) =>

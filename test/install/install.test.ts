@@ -228,7 +228,8 @@ describe('install in a sandbox root', () => {
   it('--catalog: non-interactive, channel endpoint configured, JSON result; a re-run changes nothing', async () => {
     const sb = await fresh();
     const result = await sb.install(['--catalog', '--customer-name', 'Catalog Co'], FIRST_INSTALL.env);
-    expect(result.exitCode, String(result.stderr)).toBe(0);
+    // --catalog answers in JSON on stdout: a failed step is there, not on stderr.
+    expect(result.exitCode, `${result.stderr}${result.stdout}`).toBe(0);
     const out = JSON.parse(String(result.stdout));
     expect(out.ok).toBe(true);
     expect(out.steps.filter((s: { status: string }) => s.status === 'skipped')).toEqual([]);

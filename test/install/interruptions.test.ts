@@ -34,8 +34,16 @@ function finalState(sb: Sandbox) {
   };
 }
 
-async function waitFor(file: string): Promise<string> {
-  return waitUntil(`${file} (the stand-in hanging at the kill point)`, () => (fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : undefined), { budgetMs: 60_000, intervalMs: 20 });
+/** Waits for the stand-in to hang at the kill point; fails at once (saying why) if the install ends first. */
+async function waitFor(file: string, run: ReturnType<Sandbox['install']>, point: number): Promise<string> {
+  let ended: string | undefined;
+  void run.then((r) => (ended = `the install exited ${r.exitCode} before reaching call ${point}: ${String(r.stderr).slice(-1500)}${String(r.stdout).slice(-1500)}`));
+  const text = await waitUntil(`${file} (the stand-in hanging at call ${point})`, () => (fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : ended !== undefined ? 'ended' : undefined), {
+    budgetMs: 180_000,
+    intervalMs: 20,
+  });
+  if (text === 'ended') throw new Error(ended);
+  return text;
 }
 
 describe('interrupted installs', () => {
@@ -52,7 +60,7 @@ describe('interrupted installs', () => {
     for (const point of points) {
       const sb = await sandbox();
       const run = sb.install(FIRST_INSTALL.args, { ...FIRST_INSTALL.env, STANDIN_HANG_AT: String(point) });
-      const [where, hungPid] = (await waitFor(path.join(sb.state, 'hanging'))).trim().split(' ');
+      const [where, hungPid] = (await waitFor(path.join(sb.state, 'hanging'), run, point)).trim().split(' ');
       run.kill('SIGKILL');
       await run.catch(() => undefined);
       await execa('kill', ['-9', hungPid!], { reject: false });
