@@ -5,7 +5,12 @@ const ComponentsSchema = z.object({
   node: z.object({ version: z.string(), distUrl: z.string(), prefix: z.string() }),
   openclaw: z.object({ package: z.string(), version: z.string() }),
   losslessClaw: z.object({ package: z.string(), version: z.string(), pluginId: z.string() }),
-  qmd: z.object({ package: z.string(), version: z.string() }),
+  qmd: z.object({
+    package: z.string(),
+    version: z.string(),
+    /** The native packages of the CPU build, per arch: installed instead of QMD's optional GPU prebuilds. */
+    cpuBuild: z.object({ x64: z.array(z.string()), arm64: z.array(z.string()) }),
+  }),
   meshClient: z.object({ package: z.string(), aptRepoUrl: z.string() }),
   systemPackages: z.array(z.string()),
   browser: z.object({

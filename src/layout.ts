@@ -17,7 +17,21 @@ export const LAYOUT = {
   nodePrefix: '/opt/service-deploy/node',
   openclawBin: '/opt/service-deploy/node/bin/openclaw',
   openclawWrapper: '/usr/local/bin/openclaw',
-  qmdBin: '/opt/service-deploy/node/bin/qmd',
+  // QMD memory: its own npm prefix (CPU build only), its index and collection config in
+  // QMD's default places for root, and the refresh timer beside the gateway.
+  qmdPrefix: '/opt/service-deploy/qmd',
+  qmdBin: '/opt/service-deploy/qmd/node_modules/.bin/qmd',
+  qmdRefreshScript: '/opt/service-deploy/qmd/refresh.sh',
+  qmdCacheDir: '/root/.cache/qmd',
+  qmdIndex: '/root/.cache/qmd/index.sqlite',
+  qmdModelsDir: '/root/.cache/qmd/models',
+  qmdRefreshStamp: '/root/.cache/qmd/last-refresh',
+  qmdConfigDir: '/root/.config/qmd',
+  qmdCollectionsFile: '/root/.config/qmd/index.yml',
+  qmdRefreshService: 'qmd-refresh.service',
+  qmdRefreshTimer: 'qmd-refresh.timer',
+  qmdRefreshServiceFile: '/root/.config/systemd/user/qmd-refresh.service',
+  qmdRefreshTimerFile: '/root/.config/systemd/user/qmd-refresh.timer',
 
   runtimeHome: '/root',
   runtimeDir: '/root/.openclaw',

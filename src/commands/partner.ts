@@ -12,7 +12,9 @@ import { withGlobals } from './shared.js';
 const EPILOG = `The API key comes from SERVICE_PARTNER_API_KEY or --api-key-file, never from a flag.
 The API base URL comes from the service profile, or SERVICE_PARTNER_API_URL.
 Exit codes: 10 e-mail exists, 11 API key missing/invalid/refused, 12 agent not imported,
-13 team-member limit, 14 API unavailable (5xx/network), 15 timeout; 2 bad input (nothing sent).`;
+13 team-member limit, 14 try later (5xx, network, 429 rate limit), 15 outcome unknown (timeout,
+or a success answer without a customer id: check before retrying); 1 any other refusal (the
+API's message shown as sent); 2 bad input (nothing sent).`;
 
 function withConnection<T>(yargs: Argv<T>) {
   return withGlobals(yargs)

@@ -20,8 +20,8 @@ export const CHANNEL_PLUGIN_ID = 'service-channel';
 export type RuntimeConfig = Record<string, unknown>;
 
 export interface ManagedSettings {
-  /** Only the model: secrets reach openclaw.json as references (see confinement below). */
-  answers: Pick<Answers, 'modelId'>;
+  /** Only the model and the display name: secrets reach openclaw.json as references (see confinement below). */
+  answers: Pick<Answers, 'modelId'> & Partial<Pick<Answers, 'customerName'>>;
   profile: ServiceProfile;
   components: Components;
   /** Load and enable the service-channel plugin (catalog deploy / --channel). */
@@ -97,9 +97,10 @@ export function desiredRuntimeConfig(existing: RuntimeConfig | undefined, settin
     defaults: {
       ...defaults,
       model: { ...obj(defaults.model), primary: primaryModel(profile, answers.modelId) },
-      heartbeat: { ...obj(defaults.heartbeat), every: RUNTIME_DEFAULTS.heartbeatEvery },
+      heartbeat: managedHeartbeat(defaults.heartbeat),
     },
   };
+  if (answers.customerName !== undefined) setDisplayName(config, answers.customerName);
   // A per-model fallback list pointing at other providers would bypass the gateway.
   delete config.agents.defaults.model.fallbacks;
 
@@ -212,6 +213,68 @@ function applyConfinement(config: Record<string, any>): void {
   }
 }
 // --------------------------------------------------------- end confinement (issue 20)
+// ---- display name and heartbeat (issue 18 items 1 and 3) -------------------------
+// Kept together and apart from the rest so the install, the guard and doctor share one
+// definition of these managed settings.
+
+/**
+ * The heartbeat (spec 2.7: every 30 minutes, "the agent's health check") at the least
+ * cost that keeps it running: `target: none` runs it internal-only (the pinned OpenClaw's
+ * default target is the owner's DM, and this deployment has no messaging channel, so
+ * every run was skipped with "no-route"); `lightContext` skips the workspace bootstrap
+ * files and `isolatedSession` starts each run without the conversation history, so its
+ * prompt does not grow with the conversation. docs/components.md has the measured cost.
+ */
+export const MANAGED_HEARTBEAT = {
+  every: RUNTIME_DEFAULTS.heartbeatEvery,
+  target: 'none',
+  lightContext: true,
+  isolatedSession: true,
+} as const;
+
+export function managedHeartbeat(existing: unknown): Record<string, unknown> {
+  return { ...obj(existing), ...MANAGED_HEARTBEAT };
+}
+
+/** The agent entry whose identity the Control UI shows: the first configured one, else `main`. */
+export function displayAgentId(config: RuntimeConfig): string {
+  const agents = obj(config.agents);
+  const entries = Object.keys(obj(agents.entries));
+  if (entries.length > 0) return entries[0]!;
+  const listed = arr(agents.list).find((entry) => typeof obj(entry).id === 'string');
+  return listed ? (obj(listed).id as string) : 'main';
+}
+
+/** The display name the config carries now (agents.entries.<id>.identity.name, or a legacy agents.list entry's). */
+export function displayNameOf(config: RuntimeConfig): unknown {
+  const agents = obj(config.agents);
+  const id = displayAgentId(config);
+  const entry = obj(agents.entries)[id] ?? arr(agents.list).find((e) => obj(e).id === id);
+  return obj(obj(entry).identity).name;
+}
+
+/**
+ * Prompt 1 is the agent's display name (spec 1.2): the identity name the Control UI shows
+ * as the assistant's name, and the entry's own name, of the agent OpenClaw resolves by
+ * default. In place; other identity fields (emoji, avatar) and entry settings are kept.
+ */
+export function setDisplayName(config: Record<string, any>, name: string): void {
+  const agents = obj(config.agents);
+  const id = displayAgentId(config);
+  if (Object.keys(obj(agents.entries)).length === 0 && Array.isArray(agents.list)) {
+    agents.list = agents.list.map((entry: unknown) => (obj(entry).id === id ? named(entry, name) : entry));
+  } else {
+    const entries = obj(agents.entries);
+    agents.entries = { ...entries, [id]: named(entries[id], name) };
+  }
+  config.agents = agents;
+}
+
+function named(entry: unknown, name: string): Record<string, unknown> {
+  const current = obj(entry);
+  return { ...current, name, identity: { ...obj(current.identity), name } };
+}
+// ---- end of display name and heartbeat --------------------------------------------
 
 /** Deep equality of two parsed configs (key order ignored). */
 export function sameConfig(a: unknown, b: unknown): boolean {

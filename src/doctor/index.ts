@@ -1,5 +1,6 @@
 import type { Check } from './types.js';
 import { agentRuntimeCheck } from './checks/agent-runtime.js';
+import { agentSettingsCheck } from './checks/agent-settings.js';
 import { channelDropInCheck } from './checks/channel-drop-in.js';
 import { channelEnvCheck } from './checks/channel-env.js';
 import { configValidCheck } from './checks/config-valid.js';
@@ -11,6 +12,7 @@ import { gatewayServiceCheck } from './checks/gateway-service.js';
 import { gatewaySandboxCheck } from './checks/gateway-sandbox.js';
 import { guardCronCheck } from './checks/guard-cron.js';
 import { healthCheck } from './checks/health.js';
+import { memoryCheck } from './checks/memory.js';
 import { meshCheck } from './checks/mesh.js';
 import { nginxLimitConnCheck } from './checks/nginx-limit-conn.js';
 import { nginxCheck } from './checks/nginx.js';
@@ -32,6 +34,7 @@ export const CHECKS: readonly Check[] = [
   gatewayBindCheck,
   gatewayAuthCheck,
   providersCheck,
+  agentSettingsCheck,
   configValidCheck,
   secretsCheck,
   channelEnvCheck,
@@ -40,6 +43,7 @@ export const CHECKS: readonly Check[] = [
   nginxLimitConnCheck,
   tlsCertCheck,
   guardCronCheck,
+  memoryCheck,
   meshCheck,
   devicesCheck,
   diskCheck,

@@ -9,6 +9,7 @@ import { octal } from '../pipeline/files.js';
 import { applyRuntimeSecrets, planRuntimeSecrets } from '../steps/runtime-secrets.js';
 import { channelFilesPlan, type ChannelFilesPlan } from './channel.js';
 import { appendGuardLog, syslog } from './log.js';
+import { enforceManagedAgent } from './managed.js';
 import { enforceRouting, type Restoration } from './routing.js';
 
 export type { Restoration } from './routing.js';
@@ -69,7 +70,10 @@ async function enforce(host: Host, options: GuardOptions): Promise<GuardOutcome>
   } catch (error) {
     throw new DeployError(`${LAYOUT.runtimeConfig} is not valid JSON5: ${(error as Error).message}`, 'fix or move the file aside, then run `service-deploy install`; the guard does not overwrite a file it cannot read');
   }
-  const { config, restorations } = enforceRouting(current, answers, profile);
+  const routed = enforceRouting(current, answers, profile);
+  const managed = enforceManagedAgent(routed.config, answers);
+  const config = managed.config;
+  const restorations = [...routed.restorations, ...managed.restorations];
   const configChanged = restorations.length > 0;
   const configMode = configInfo !== undefined && configInfo.mode !== 0o600;
   if (configMode) restorations.push({ what: `${LAYOUT.runtimeConfig} mode`, before: octal(configInfo.mode), after: '0600' });

@@ -16,6 +16,11 @@ export const BACKUP_PATHS = [
   LAYOUT.tlsDir,
   LAYOUT.guardCron,
   LAYOUT.guardScript,
+  // The memory index (QMD): private data like the workspace it indexes. Only the index
+  // and the collection config, not QMD's model cache; a missed WAL tail is re-read from
+  // the memory files by the refresh after restore.
+  LAYOUT.qmdIndex,
+  LAYOUT.qmdConfigDir,
 ];
 
 export function backupName(now: Date): string {

@@ -4,6 +4,7 @@ import { createHost } from '../host/index.js';
 import { gatewayUnitFile } from '../steps/gateway-service.js';
 import { runtimeSecretFiles } from '../steps/runtime-secrets.js';
 import { guardCron, guardScript } from '../steps/guard.js';
+import { refreshScript, refreshServiceUnit, refreshTimerUnit } from '../steps/memory-index.js';
 import { desiredFor, readRuntimeConfig } from '../steps/runtime-config.js';
 import { PRODUCTION_SITE, renderNginxSite } from '../channel/nginx.js';
 import { channelDropInContent, channelEnvContent, channelSecrets } from '../steps/channel.js';
@@ -48,6 +49,15 @@ export async function runRender(request: RenderRequest): Promise<void> {
       break;
     case 'cron':
       text = guardCron(answers.meshHostname).content;
+      break;
+    case 'qmd-timer':
+      text = refreshTimerUnit().content;
+      break;
+    case 'qmd-service':
+      text = refreshServiceUnit().content;
+      break;
+    case 'qmd-script':
+      text = refreshScript().content;
       break;
     case 'channel-env':
     case 'nginx':

@@ -12,6 +12,9 @@ export const RESET_REMOVES = [
   LAYOUT.openclawWrapper,
   '/etc/apt/sources.list.d/tailscale.list',
   '/usr/share/keyrings/tailscale-archive-keyring.gpg',
+  LAYOUT.qmdCacheDir,
+  LAYOUT.qmdRefreshServiceFile,
+  LAYOUT.qmdRefreshTimerFile,
 ];
 
 /**
@@ -34,6 +37,7 @@ export async function runResetClean(host: Host, request: InstallRequest): Promis
     host.log.info(`backup written and verified: ${backup.archive} (${backup.entries} entries)`);
 
     await host.services.disable('user', LAYOUT.gatewayUnit).catch(() => undefined);
+    await host.services.disable('user', LAYOUT.qmdRefreshTimer).catch(() => undefined);
     if (await host.exec.which('tailscale')) {
       await host.exec.run('tailscale', ['logout'], { allowFailure: true, timeoutMs: 60_000 });
     }

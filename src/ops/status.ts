@@ -24,7 +24,7 @@ export async function collectStatus(host: Host): Promise<StatusReport> {
     readStoredAnswers(host),
     host.exec.run(host.paths.real(`${LAYOUT.nodePrefix}/bin/node`), ['--version'], { allowFailure: true }),
     installedPackageVersion(host, GLOBAL_MODULES, components.openclaw.package),
-    installedPackageVersion(host, GLOBAL_MODULES, components.qmd.package),
+    installedPackageVersion(host, `${LAYOUT.qmdPrefix}/node_modules`, components.qmd.package),
     installedPackageVersion(host, `${PLUGIN_PREFIX}/node_modules`, components.losslessClaw.package),
     host.services.isActive('user', LAYOUT.gatewayUnit).catch(() => false),
     probeHealth(host),

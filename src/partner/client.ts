@@ -6,13 +6,14 @@ import {
   AgentNotFoundError,
   EmailExistsError,
   PartnerApiError,
+  PartnerOutcomeUnknownError,
   PartnerTimeoutError,
   PartnerUnavailableError,
   TeamLimitError,
   UnauthorizedError,
 } from './errors.js';
 import {
-  OnboardResponseSchema,
+  findCustomerId,
   type MapAgentBody,
   type OnboardBody,
   type OnboardResponse,
@@ -91,15 +92,17 @@ export class PartnerClient {
   async onboard(body: OnboardBody): Promise<OnboardResponse> {
     const subject = `customer ${body.basic.email}`;
     const answer = await this.send({ name: 'onboard', path: '/api/v1/mcp/customers/onboard', body, safety: 'once', subject });
-    const parsed = OnboardResponseSchema.safeParse(answer);
-    if (!parsed.success) {
-      throw new PartnerApiError(
-        `onboarding succeeded but the answer carries no customer id: ${this.excerpt(JSON.stringify(answer) ?? '')}`,
+    const id = findCustomerId(answer);
+    if (id === undefined) {
+      // A success status without an id we can find: the customer may well exist now.
+      const shown = typeof answer === 'string' ? answer : (JSON.stringify(answer) ?? '');
+      throw new PartnerOutcomeUnknownError(
+        `onboarding answered with a success status but no customer id could be found in the answer: ${this.excerpt(shown) || '(empty)'}`,
         undefined,
-        `the customer was probably created: find ${body.basic.email} in the portal's customer list; do not onboard again`,
+        `the customer may have been created: check before retrying (look for ${body.basic.email} in the portal's customer list; onboarding again could create a second customer or fail with "email already exists")`,
       );
     }
-    return parsed.data;
+    return { ...(isRecord(answer) ? answer : {}), id };
   }
 
   /** POST /api/v1/mcp/<provider>-agents/{agent_id}/map-customer. Idempotent: safe to repeat. */
@@ -134,9 +137,10 @@ export class PartnerClient {
       const lastAttempt = attempt >= this.retry.attempts;
 
       if (outcome.kind === 'response') {
-        const { status, text, retryAfterMs } = outcome;
+        const { status, retryAfterMs } = outcome;
         this.debug(`POST ${operation.path} -> ${status} in ${elapsed} (attempt ${attempt})`);
-        if (status >= 200 && status < 300) return parseSuccessBody(text);
+        if (status >= 200 && status < 300) return parseSuccessBody(outcome.text);
+        // A redirect is never followed nor repeated: it would carry the key elsewhere.
         const retryable = status === 429 || (operation.safety === 'idempotent' && [502, 503, 504].includes(status));
         const delay = this.backoff(attempt, retryAfterMs);
         if (retryable && !lastAttempt && delay !== undefined) {
@@ -144,7 +148,7 @@ export class PartnerClient {
           await this.sleep(delay);
           continue;
         }
-        throw this.errorForStatus(operation, status, this.serverMessage(text), attempt);
+        throw this.errorForStatus(operation, outcome, attempt);
       }
 
       if (outcome.kind === 'timeout') {
@@ -191,10 +195,19 @@ export class PartnerClient {
         },
         body: payload,
         signal,
-        redirect: 'error', // a redirect would resend the key to wherever it points
+        // A redirect is reported, never followed: it would resend the key to wherever it points.
+        redirect: 'manual',
       });
       const text = await response.text();
-      return { kind: 'response', status: response.status, text, retryAfterMs: parseRetryAfter(response.headers.get('retry-after')) };
+      return {
+        kind: 'response',
+        status: response.status,
+        text,
+        contentType: response.headers.get('content-type') ?? '',
+        location: response.headers.get('location') ?? undefined,
+        retryAfter: response.headers.get('retry-after') ?? undefined,
+        retryAfterMs: parseRetryAfter(response.headers.get('retry-after')),
+      };
     } catch (error) {
       if (signal.aborted) return { kind: 'timeout' };
       return { kind: 'network', failure: classifyNetworkError(error) };
@@ -208,8 +221,23 @@ export class PartnerClient {
     return Math.round(ceiling / 2 + (this.random() * ceiling) / 2);
   }
 
-  private errorForStatus(operation: Operation, status: number, serverMessage: string, attempts: number): PartnerApiError {
-    const said = serverMessage ? `: ${serverMessage}` : '';
+  /**
+   * An error status, classified by the status first. A specific exit code is given only
+   * on a signal the spec states or that cannot be mistaken; otherwise the generic code
+   * with the server's message verbatim and no advice that could be false.
+   */
+  private errorForStatus(operation: Operation, response: ResponseOutcome, attempts: number): PartnerApiError {
+    const { status } = response;
+    const answer = this.serverAnswer(response);
+    const said = answer.message ? `: ${answer.message}` : '';
+    const after = attempts > 1 ? ` (after ${attempts} attempts)` : '';
+    if (status >= 300 && status < 400) {
+      return new PartnerApiError(
+        `${operation.name}: the partner API answered HTTP ${status}, a redirect to ${response.location ? this.excerpt(response.location) : '(no Location)'}; redirects are not followed (the API key would go with it)`,
+        status,
+        `SERVICE_PARTNER_API_URL is ${this.options.baseUrl}; if the API has really moved, set it to the new base URL`,
+      );
+    }
     if (status === 401) {
       return new UnauthorizedError(
         `the partner API refused the API key (401 unauthorized)${said}`,
@@ -217,14 +245,49 @@ export class PartnerClient {
         apiKeyHint(this.options.portalApiKeysPage),
       );
     }
-    if (operation.name === 'add-member' && status >= 400 && status < 500 && TEAM_LIMIT.test(serverMessage)) {
-      return new TeamLimitError(
-        `cannot add ${operation.subject}: the customer's team-member limit (maxTeamMembers) is reached (HTTP ${status})${said}`,
+    if (status === 429) {
+      const wait = response.retryAfter !== undefined ? ` and asks to wait ${describeRetryAfter(response.retryAfter, response.retryAfterMs)} (Retry-After: ${this.excerpt(response.retryAfter)})` : '';
+      return new PartnerUnavailableError(
+        `${operation.name}: the partner API is rate limiting this key (HTTP 429)${wait}${said}${after}`,
         status,
-        "raise the customer's maxTeamMembers in the portal or remove a member, then re-run the command",
+        false,
+        `try again later${response.retryAfter !== undefined ? `, after ${describeRetryAfter(response.retryAfter, response.retryAfterMs)}` : ''}; a 429 means the request was turned away before any work, so the same command is safe to re-run`,
       );
     }
-    if ((status === 400 || status === 409) && EMAIL_EXISTS.test(serverMessage)) {
+    if (status >= 500) {
+      return new PartnerUnavailableError(
+        `${operation.name}: the partner API failed with HTTP ${status}${said}${after}`,
+        status,
+        true,
+        this.mayHaveAppliedHint(operation) ?? 'safe to re-run the same command later',
+      );
+    }
+    if (status === 404) {
+      if (!answer.json || ROUTE_404.test(answer.message)) {
+        // A route 404 or a web page: the URL is not the API's, whatever the page says.
+        return new PartnerApiError(
+          `${operation.name}: HTTP 404 from ${this.options.baseUrl}${operation.path} with ${answer.json ? "the web framework's route-not-found answer" : `a ${answer.kind} answer`}, not the partner API's own${said}`,
+          status,
+          `this is not the API's "not found" for an agent or customer: check SERVICE_PARTNER_API_URL (${this.options.baseUrl}); it is the API's base URL, without /api/v1`,
+        );
+      }
+      const words = answer.message.replace(/\S*\/\S*/g, ' '); // paths name agents and customers too
+      if (operation.name === 'map-agent' && AGENT_WORD.test(words) && !CUSTOMER_WORD.test(words)) {
+        return new AgentNotFoundError(
+          `${operation.subject} is not imported into the partner account (404)${said}`,
+          status,
+          'import the agent into the partner account on that voice platform first, and check the agent id and --provider',
+        );
+      }
+      if (operation.name !== 'onboard' && CUSTOMER_WORD.test(words)) {
+        return new PartnerApiError(
+          `${operation.subject}: the partner API answered 404${said}`,
+          status,
+          'pass the `id` that onboarding returned as --customer-id',
+        );
+      }
+    }
+    if ((status === 400 || status === 409) && EMAIL_EXISTS.test(answer.message)) {
       return operation.name === 'onboard'
         ? new EmailExistsError(
             `cannot onboard ${operation.subject}: the e-mail already exists (HTTP ${status})${said}`,
@@ -237,37 +300,14 @@ export class PartnerClient {
             'the member is probably already on the team: check it in the portal',
           );
     }
-    if (status === 404) {
-      if (operation.name === 'map-agent' && !/customer/i.test(serverMessage)) {
-        return new AgentNotFoundError(
-          `${operation.subject} is not imported into the partner account (404)${said}`,
-          status,
-          'import the agent into the partner account on that voice platform first, and check the agent id and --provider',
-        );
-      }
-      if (operation.name !== 'onboard') {
-        return new PartnerApiError(
-          `${operation.subject}: customer not found (404)${said}`,
-          status,
-          'pass the `id` that onboarding returned as --customer-id',
-        );
-      }
-    }
-    if (status >= 500) {
-      return new PartnerUnavailableError(
-        `${operation.name}: the partner API failed with HTTP ${status}${said}${attempts > 1 ? ` (after ${attempts} attempts)` : ''}`,
+    if (operation.name === 'add-member' && status >= 400 && status < 500 && speaksOfMemberLimit(answer.message)) {
+      return new TeamLimitError(
+        `cannot add ${operation.subject}: the customer's team-member limit (maxTeamMembers) is reached (HTTP ${status})${said}`,
         status,
-        true,
-        this.mayHaveAppliedHint(operation) ?? 'safe to re-run the same command later',
+        "raise the customer's maxTeamMembers in the portal or remove a member, then re-run the command",
       );
     }
-    return new PartnerApiError(
-      `${operation.name}: the partner API refused the request with HTTP ${status}${said}`,
-      status,
-      status === 404 || status === 405
-        ? 'check SERVICE_PARTNER_API_URL: it should be the API base, without /api/v1'
-        : 'fix the request as the message says, then re-run the command',
-    );
+    return new PartnerApiError(`${operation.name}: the partner API refused the request with HTTP ${status}${said || ' (no message)'}`, status);
   }
 
   /** For a call that must not be repeated blindly, what to check first. */
@@ -281,20 +321,32 @@ export class PartnerClient {
     return undefined;
   }
 
-  /** The server's own words, from whatever error body shape it uses, with the key masked. */
-  private serverMessage(text: string): string {
-    let message = text;
+  /**
+   * The server's own words, verbatim but for the key (masked): the message field of a
+   * JSON error body in whatever shape it uses, else the whole body; a long non-JSON page
+   * is cut (an HTML error page says nothing more after its first lines).
+   */
+  private serverAnswer(response: ResponseOutcome): ServerAnswer {
+    const text = response.text;
+    let parsed: unknown;
+    let json = false;
     try {
-      message = pickMessage(JSON.parse(text)) ?? text;
+      parsed = JSON.parse(text);
+      json = /json/i.test(response.contentType) || typeof parsed === 'object';
     } catch {
       // Not JSON: the raw text is the message.
     }
-    return this.excerpt(message.replace(/\s+/g, ' ').trim());
+    if (json) {
+      const picked = pickMessage(parsed);
+      return { json: true, kind: 'JSON', message: this.redactor.redact(picked ?? text.trim()) };
+    }
+    const kind = /html/i.test(response.contentType) || /^\s*<(!doctype|html)/i.test(text) ? 'HTML' : text.trim() ? 'plain-text' : 'empty';
+    return { json: false, kind, message: this.excerpt(text.trim()) };
   }
 
   private excerpt(text: string): string {
     const redacted = this.redactor.redact(text);
-    return redacted.length > 300 ? `${redacted.slice(0, 300)}…` : redacted;
+    return redacted.length > 300 ? `${redacted.slice(0, 300)}… (${redacted.length - 300} more characters)` : redacted;
   }
 
   private debug(line: string): void {
@@ -306,8 +358,26 @@ export class PartnerClient {
   }
 }
 
+interface ResponseOutcome {
+  kind: 'response';
+  status: number;
+  text: string;
+  contentType: string;
+  location: string | undefined;
+  /** The Retry-After header as sent, and in milliseconds when it could be read. */
+  retryAfter: string | undefined;
+  retryAfterMs: number | undefined;
+}
+
+interface ServerAnswer {
+  /** The body is JSON (the API's own error shape). */
+  json: boolean;
+  kind: 'JSON' | 'HTML' | 'plain-text' | 'empty';
+  message: string;
+}
+
 type AttemptOutcome =
-  | { kind: 'response'; status: number; text: string; retryAfterMs: number | undefined }
+  | ResponseOutcome
   | { kind: 'timeout' }
   | { kind: 'network'; failure: NetworkFailure };
 
@@ -346,8 +416,26 @@ export function classifyNetworkError(error: unknown): NetworkFailure {
   return { error, code, neverSent, transient, description };
 }
 
-const TEAM_LIMIT = /maxTeamMembers|team[- ]?members? limit|member limit|limit (of team members )?(is )?reached|too many (team )?members/i;
-const EMAIL_EXISTS = /already exists|already registered|already in use|already taken|duplicate/i;
+/** SPEC 7: 400 "email already exists"; the same words in other orders, about an e-mail. */
+const EMAIL_EXISTS = /\be-?mail\b.*\b(already|exists|taken|in use|registered|duplicate)|\b(already (exists|registered|in use|taken)|duplicate)\b.*\be-?mail\b/i;
+/** A web framework's own 404 for a path it has no route for (Express, Fastify, ...). */
+const ROUTE_404 = /\broute\b|\bcannot (post|get)\b|\bno (such )?(route|endpoint|handler)\b/i;
+const AGENT_WORD = /\bagents?\b/i;
+const CUSTOMER_WORD = /\bcustomers?\b/i;
+
+/** A message about a maximum or limit of (team) members, whatever the wording. */
+function speaksOfMemberLimit(message: string): boolean {
+  if (/maxTeamMembers|max_team_members/i.test(message)) return true;
+  return /\bmembers?\b|\bseats?\b|\busers?\b/i.test(message) && /\b(max(imum)?|limit(s|ed)?|too many|at most|exceed(s|ed)?|full|cap(acity)?)\b/i.test(message);
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function describeRetryAfter(header: string, ms: number | undefined): string {
+  return ms === undefined ? `"${header}"` : formatSeconds(ms);
+}
 
 function pickMessage(body: unknown): string | undefined {
   if (typeof body === 'string') return body;

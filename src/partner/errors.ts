@@ -3,16 +3,20 @@ import { DeployError, type ExitCode } from '../errors.js';
 /**
  * Exit codes of the partner commands, beyond the shared 0 ok / 1 failure / 2 bad input.
  * An automation tool calling `service-deploy partner ...` branches on these, so each
- * condition of SPEC section 7 (and the two transport outcomes) gets its own code:
+ * is given only on a signal the spec states or that cannot be mistaken (the status
+ * first, then the API's own words):
  *
- *   10  the e-mail already exists (customer onboarding, or a team member)
+ *   10  the e-mail already exists (a 400/409 whose message says so)
  *   11  the API key is missing, invalid or refused (401)
- *   12  the voice agent is not imported into the partner's account (404 on map-agent)
- *   13  the customer's team-member limit (maxTeamMembers) is reached
- *   14  the partner API is unavailable: 5xx or network error, after the retries that are safe
- *   15  the request timed out (--timeout)
+ *   12  the voice agent is not imported into the partner's account (the API's JSON 404
+ *       on map-agent, speaking of the agent)
+ *   13  the customer's team-member limit (a 4xx on team-members speaking of a maximum or
+ *       limit of members)
+ *   14  try later: 5xx, network error, or 429 (rate limited), after the retries that are safe
+ *   15  the outcome is unknown: no answer within --timeout, or a success answer without a
+ *       customer id; the call may have been applied, so check before retrying
  *
- * Everything else the API refuses (other 4xx, an unknown customer id) is exit 1.
+ * Everything else the API refuses is exit 1, with its message verbatim.
  */
 export const PartnerExitCode = {
   emailExists: 10,
@@ -20,6 +24,8 @@ export const PartnerExitCode = {
   agentNotFound: 12,
   teamLimit: 13,
   unavailable: 14,
+  outcomeUnknown: 15,
+  /** The same code: a timeout is the commonest unknown outcome. */
   timeout: 15,
 } as const;
 
@@ -70,11 +76,17 @@ export class PartnerUnavailableError extends PartnerApiError {
   }
 }
 
-/** No answer within --timeout. The request may have been applied by the server. */
-export class PartnerTimeoutError extends PartnerApiError {
-  override readonly exitCode = asExitCode(PartnerExitCode.timeout);
+/**
+ * The call may or may not have been applied, and nothing in the answer says which
+ * (never exit 1: scripts retry on 1, and a retry could create a second customer).
+ */
+export class PartnerOutcomeUnknownError extends PartnerApiError {
+  override readonly exitCode = asExitCode(PartnerExitCode.outcomeUnknown);
   readonly mayHaveApplied = true;
 }
+
+/** No answer within --timeout. The request may have been applied by the server. */
+export class PartnerTimeoutError extends PartnerOutcomeUnknownError {}
 
 /**
  * `onboard-flow` failed after the customer was created. Carries what is needed to finish

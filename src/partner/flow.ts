@@ -10,7 +10,10 @@ import {
   OnboardBodySchema,
   TeamMemberBodySchema,
   agentTargetSchema,
+  mergeOnboardExtras,
   onboardFlowSchema,
+  splitOnboardExtras,
+  type ExtraField,
   parseInput,
   parseMemberSpec,
   type OnboardFlowInput,
@@ -80,9 +83,12 @@ const MAP_FLAG_OF = { customerId: '--customer-id', profitMultiplier: '--profit-m
 const MEMBER_FLAG_OF = { email: '--email', name: '--name', role: '--role' };
 
 export async function runOnboard(options: OnboardOptions, context: PartnerContext): Promise<void> {
-  const body = options.body
-    ? parseInput(OnboardBodySchema, await readJsonBody(options, context, customerFlagNames), 'onboarding body')
-    : parseInput(OnboardBodySchema, customerBodyFromFlags(options), 'onboarding body', CUSTOMER_FLAG_OF);
+  let body;
+  if (options.body) {
+    const { known, extras } = splitOnboardExtras(await readJsonBody(options, context, customerFlagNames), 'onboarding body');
+    body = mergeOnboardExtras(parseInput(OnboardBodySchema, known, 'onboarding body'), extras);
+    noticeExtras(context, extras);
+  } else body = parseInput(OnboardBodySchema, customerBodyFromFlags(options), 'onboarding body', CUSTOMER_FLAG_OF);
   const { client } = prepare(options, context);
   const customer = await client.onboard(body);
   if (options.json) context.stdout(JSON.stringify(customer, null, 2));
@@ -118,9 +124,16 @@ export async function runAddMember(options: AddMemberOptions, context: PartnerCo
 export async function runOnboardFlow(options: OnboardFlowOptions, context: PartnerContext): Promise<void> {
   const profile = loadProfile(context.env);
   const schema = onboardFlowSchema(profile.voiceProviders);
-  const input = options.body
-    ? parseInput(schema, await readJsonBody(options, context, [...customerFlagNames, 'provider', 'agentId', 'profitMultiplier', 'member']), 'onboard-flow body')
-    : parseInput(schema, flowInputFromFlags(options), 'onboard-flow input', {
+  let input: OnboardFlowInput;
+  if (options.body) {
+    const raw = await readJsonBody(options, context, [...customerFlagNames, 'provider', 'agentId', 'profitMultiplier', 'member']);
+    const record = raw && typeof raw === 'object' && !Array.isArray(raw) ? (raw as Record<string, unknown>) : undefined;
+    const { known, extras } = splitOnboardExtras(record?.customer, 'onboard-flow body', 'customer.');
+    input = parseInput(schema, record ? { ...record, customer: known } : raw, 'onboard-flow body');
+    input = { ...input, customer: mergeOnboardExtras(input.customer, extras) };
+    noticeExtras(context, extras.map((extra) => ({ ...extra, path: `customer.${extra.path}` })));
+  } else
+    input = parseInput(schema, flowInputFromFlags(options), 'onboard-flow input', {
         ...Object.fromEntries(Object.entries(CUSTOMER_FLAG_OF).map(([field, flag]) => [`customer.${field}`, flag])),
         ...Object.fromEntries(Object.entries(MAP_FLAG_OF).map(([field, flag]) => [`agent.${field}`, flag])),
       });
@@ -200,6 +213,14 @@ async function step<T>(report: (line: string) => void, name: string, run: () => 
     report(`✗ ${name}: failed`);
     throw error;
   }
+}
+
+/** SPEC 2.1: other optional fields exist but are not shown; they are sent, and said so. */
+function noticeExtras(context: PartnerContext, extras: readonly ExtraField[]): void {
+  if (extras.length === 0) return;
+  context.stderr(
+    `note: sending field(s) the spec does not show, as given: ${extras.map((extra) => extra.path).join(', ')} (the partner API decides what they mean)`,
+  );
 }
 
 /** --json answer when onboarding itself failed: no customer id, nothing to resume. */
@@ -300,8 +321,9 @@ function prepare(options: CommonOptions, context: PartnerContext, profile: Servi
     warn: (line) => log.warn(line),
   });
   redactor.add(apiKey);
+  const baseUrl = apiBaseUrl(profile.partnerApiUrl, (line) => context.stderr(line));
   const client = new PartnerClient({
-    baseUrl: profile.partnerApiUrl,
+    baseUrl,
     apiKey,
     portalApiKeysPage: profile.portalApiKeysPage,
     timeoutMs,
@@ -310,8 +332,30 @@ function prepare(options: CommonOptions, context: PartnerContext, profile: Servi
     sleep: context.sleep,
     log,
   });
-  log.debug(`partner API ${profile.partnerApiUrl}, timeout ${timeoutMs / 1000} s`);
+  log.debug(`partner API ${baseUrl}, timeout ${timeoutMs / 1000} s`);
   return { client, profile };
+}
+
+/**
+ * The API base URL: the client adds `/api/v1/mcp/...` itself. A base that already ends
+ * in `/api/v1` is normalised (with a note), never sent as `/api/v1/api/v1/...` whose 404
+ * would read as a missing agent; one ending in another part of the API path is refused.
+ */
+export function apiBaseUrl(configured: string, note: (line: string) => void): string {
+  const url = new URL(configured);
+  const path = url.pathname.replace(/\/+$/, '');
+  if (/\/api\/v1$/i.test(path)) {
+    const base = `${url.origin}${path.replace(/\/api\/v1$/i, '')}`;
+    note(`note: SERVICE_PARTNER_API_URL ${configured} ends in /api/v1; using ${base} (the client adds /api/v1/mcp/... itself)`);
+    return base;
+  }
+  if (/\/api(\/v\d+)?(\/mcp)?$/i.test(path)) {
+    throw new UsageError(
+      `SERVICE_PARTNER_API_URL ${configured} ends in a part of the API path (${path.match(/\/api(\/v\d+)?(\/mcp)?$/i)![0]})`,
+      `set it to the API's base URL, without /api/v1 (e.g. ${url.origin}); nothing was sent`,
+    );
+  }
+  return configured;
 }
 
 /** The context of a real run: this process's environment, files, stdin and streams. */

@@ -7,6 +7,7 @@ import { gatewayServiceStep } from './gateway-service.js';
 import { guardStep } from './guard.js';
 import { healthStep } from './health.js';
 import { mcpStep } from './mcp.js';
+import { memoryIndexStep } from './memory-index.js';
 import { meshClientStep } from './mesh-client.js';
 import { nodeRuntimeStep } from './node-runtime.js';
 import { packageLockStep } from './package-lock.js';
@@ -35,6 +36,7 @@ export function installSteps(): Step[] {
     runtimeSecretsStep,
     runtimeConfigStep,
     gatewayServiceStep,
+    memoryIndexStep,
     guardStep,
     healthStep,
   ];

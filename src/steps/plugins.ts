@@ -3,35 +3,58 @@ import { LAYOUT } from '../layout.js';
 import { GLOBAL_MODULES, PLUGIN_PREFIX, installedPackageVersion, npm } from '../runtime/openclaw.js';
 
 /**
- * QMD memory. OpenClaw removed its QMD memory backend in 2026.8.1 (builtin memory is
- * the only engine now), so QMD is installed as its own program and wired into the
- * agent as an MCP server (`qmd mcp`, see runtime-config), which the pinned OpenClaw
- * supports. docs/components.md has the details.
+ * QMD memory, the program. OpenClaw removed its QMD memory backend in 2026.8.1 (builtin
+ * memory is the only engine now), so QMD is installed as its own program and wired into
+ * the agent as an MCP server (`qmd mcp`, see runtime-config), which the pinned OpenClaw
+ * supports. It gets an npm prefix of its own so that only the CPU build of its native
+ * parts is installed (`--omit=optional` drops node-llama-cpp's GPU prebuilds, about 660
+ * of the 856 MB; the CPU ones are named instead): npm ignores --omit for --global.
+ * What it indexes and when: steps/memory-index.ts. docs/components.md has the details.
  */
 export const memoryStep: Step = {
   id: 'memory',
   title: 'Memory daemon (QMD, as an MCP server)',
   async check({ host, components }) {
-    const have = await installedPackageVersion(host, GLOBAL_MODULES, components.qmd.package);
+    const have = await installedPackageVersion(host, `${LAYOUT.qmdPrefix}/node_modules`, components.qmd.package);
     if (have === components.qmd.version) return { changes: [] };
     return {
-      changes: [{ target: components.qmd.package, summary: have ? `QMD ${have} -> ${components.qmd.version}` : `install QMD ${components.qmd.version}` }],
+      changes: [{ target: components.qmd.package, summary: have ? `QMD ${have} -> ${components.qmd.version} (CPU build)` : `install QMD ${components.qmd.version} (CPU build)` }],
       notify: ['gateway-restart'],
     };
   },
   async apply(ctx) {
     const { host, components } = ctx;
-    ctx.progress(`npm install ${components.sources.qmdSpec}`);
+    await host.files.ensureDir(LAYOUT.qmdPrefix, 0o755);
+    await host.files.write(`${LAYOUT.qmdPrefix}/package.json`, qmdManifest(await host.files.read(`${LAYOUT.qmdPrefix}/package.json`)), { mode: 0o644 });
+    const cpu = components.qmd.cpuBuild[process.arch === 'arm64' ? 'arm64' : 'x64'];
+    ctx.progress(`npm install ${components.sources.qmdSpec} (CPU build)`);
     await npm(host, [
-      'install', '--global', '--prefix', host.paths.real(LAYOUT.nodePrefix), '--no-audit', '--no-fund',
-      '--allow-scripts=better-sqlite3,node-llama-cpp', components.sources.qmdSpec,
+      'install', '--prefix', host.paths.real(LAYOUT.qmdPrefix), '--omit=optional', '--no-audit', '--no-fund', '--save-exact',
+      components.sources.qmdSpec, ...cpu,
     ]);
   },
   async verify({ host, components }) {
-    const have = await installedPackageVersion(host, GLOBAL_MODULES, components.qmd.package);
+    const have = await installedPackageVersion(host, `${LAYOUT.qmdPrefix}/node_modules`, components.qmd.package);
     if (have !== components.qmd.version) throw new Error(`QMD ${have ?? 'missing'} after install, expected ${components.qmd.version}`);
+    if (!(await host.files.exists(LAYOUT.qmdBin))) throw new Error(`${LAYOUT.qmdBin} is missing after the QMD install`);
   },
 };
+
+/**
+ * The prefix's package.json (npm records the dependencies it installs there, which are
+ * kept). npm 11 runs the install scripts of a project install only for the packages
+ * named in allowScripts.
+ */
+export function qmdManifest(existing: string | undefined): string {
+  let current: Record<string, unknown> = {};
+  try {
+    const parsed: unknown = existing ? JSON.parse(existing) : {};
+    if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) current = parsed as Record<string, unknown>;
+  } catch {
+    // unreadable: start again; npm re-records the dependencies
+  }
+  return `${JSON.stringify({ ...current, name: 'service-deploy-qmd', private: true, allowScripts: { 'better-sqlite3': true, 'node-llama-cpp': true } }, null, 2)}\n`;
+}
 
 /**
  * The lossless-claw context engine plugin, installed with npm into a prefix of ours

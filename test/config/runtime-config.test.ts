@@ -17,6 +17,28 @@ const settings: ManagedSettings = {
   channel: false,
 };
 
+describe('display name (prompt 1)', () => {
+  const named = { ...settings, answers: { ...settings.answers, customerName: 'Acme Dental GmbH' } };
+  it('is the identity name and entry name of the default agent, main on a fresh config', () => {
+    const c = desiredRuntimeConfig(undefined, named) as any;
+    expect(c.agents.entries).toEqual({ main: { name: 'Acme Dental GmbH', identity: { name: 'Acme Dental GmbH' } } });
+  });
+  it('goes to the first configured agent, keeping its other settings and identity fields', () => {
+    const c = desiredRuntimeConfig({ agents: { entries: { front: { workspace: '/w', identity: { name: 'Old', emoji: '🦷' } }, other: {} } } }, named) as any;
+    expect(c.agents.entries.front).toEqual({ workspace: '/w', name: 'Acme Dental GmbH', identity: { name: 'Acme Dental GmbH', emoji: '🦷' } });
+    expect(c.agents.entries.other).toEqual({});
+  });
+  it('a legacy agents.list is named in place (OpenClaw migrates it to entries)', () => {
+    const c = desiredRuntimeConfig({ agents: { list: [{ id: 'helper', model: 'x' }] } }, named) as any;
+    expect(c.agents.list).toEqual([{ id: 'helper', model: 'x', name: 'Acme Dental GmbH', identity: { name: 'Acme Dental GmbH' } }]);
+    expect(c.agents.entries).toBeUndefined();
+  });
+  it('a heartbeat the user tuned keeps its other keys; the managed ones are put right', () => {
+    const c = desiredRuntimeConfig({ agents: { defaults: { heartbeat: { every: '5m', target: 'owner', activeHours: { start: '08:00', end: '20:00' } } } } }, named) as any;
+    expect(c.agents.defaults.heartbeat).toEqual({ every: '30m', target: 'none', lightContext: true, isolatedSession: true, activeHours: { start: '08:00', end: '20:00' } });
+  });
+});
+
 describe('desiredRuntimeConfig', () => {
   it('writes the spec 2.7 defaults on an empty config', () => {
     const c = desiredRuntimeConfig(undefined, settings) as any;
@@ -34,9 +56,9 @@ describe('desiredRuntimeConfig', () => {
     expect(c.tools.deny).toEqual(expect.arrayContaining(['group:runtime', 'group:automation', 'gateway', 'cron']));
     expect(c.models.providers.service.models).toEqual([{ id: 'model-a', name: 'model-a', contextWindow: 200000, maxTokens: 16000 }]);
     expect(c.models.providers.service.baseUrl).toBe(profile.aiGatewayUrl);
-    expect(c.agents.defaults.heartbeat).toEqual({ every: '30m' });
+    expect(c.agents.defaults.heartbeat).toEqual({ every: '30m', target: 'none', lightContext: true, isolatedSession: true });
     expect(c.session.reset).toEqual({ mode: 'idle', idleMinutes: 7 * 24 * 60 });
-    expect(c.mcp.servers.qmd).toEqual({ command: '/opt/service-deploy/node/bin/qmd', args: ['mcp'], transport: 'stdio' });
+    expect(c.mcp.servers.qmd).toEqual({ command: '/opt/service-deploy/qmd/node_modules/.bin/qmd', args: ['mcp'], transport: 'stdio' });
     expect(c.plugins.entries['service-channel']).toBeUndefined();
   });
 

@@ -48,6 +48,7 @@ const BROKEN: Array<[string, () => void | Promise<void>, RegExp, RegExp, boolean
   ['gateway-bind', () => setConfig({ ...config(), gateway: { ...config().gateway, bind: 'lan' } }), /gateway\.bind is "lan"/, /loopback/, true],
   ['gateway-auth', () => { const c = config(); c.gateway.token = c.gateway.auth.token; delete c.gateway.auth; setConfig(c); }, /gateway\.token: legacy top-level token.*gateway\.auth: missing/, /gateway\.auth back/, true],
   ['providers', () => { const c = config(); c.models.providers.openai = { baseUrl: 'https://api.openai.com/v1', apiKey: 'sk-live-abcdefghijklmnop' }; setConfig(c); }, /models\.providers\.openai: direct model-vendor provider/, /single service provider/, true],
+  ['agent-settings', () => { const c = config(); c.agents.entries.main.identity.name = 'Old Name'; c.agents.defaults.heartbeat.target = 'owner'; setConfig(c); }, /agent display name: Old Name \(want Acme Dental GmbH\).*heartbeat: target "owner".*runs are skipped/, /guard does it/, true],
   ['config-valid', () => { const c = config(); c.gateway.token = 'x'; setConfig(c); }, /OpenClaw rejects .*gateway: Unrecognized key/, /doctor --fix/, false],
   ['channel-env', () => fs.chmodSync(path.join(sb.root, LAYOUT.channelEnv), 0o644), /mode 0644: the channel token and knock are readable/, /0600/, true],
   ['channel-drop-in', () => fs.rmSync(path.join(sb.root, LAYOUT.channelDropIn)), /service-env\.conf is missing.*503 "misconfigured"/, /reload the units and restart/, true],
@@ -55,6 +56,7 @@ const BROKEN: Array<[string, () => void | Promise<void>, RegExp, RegExp, boolean
   ['nginx-limit-conn', () => sb.write(LAYOUT.nginxSite, sb.read(LAYOUT.nginxSite)!.replace('limit_conn service_cn 3;', 'limit_conn zone=service_cn 3;'), 0o600), /limit_conn zone=/, /limit_conn service_cn 3;/, true],
   ['tls-cert', () => fs.rmSync(path.join(sb.root, LAYOUT.tlsCert)), /channel\.crt is missing/, /install --channel|--channel/, false],
   ['guard-cron', () => fs.rmSync(path.join(sb.root, LAYOUT.guardCron)), /hourly enforcer is not in place.*service-guard: create/, /guard script and its cron entry/, true],
+  ['memory', () => { const old = new Date(Date.now() - 2 * 3600_000); fs.utimesSync(path.join(sb.root, LAYOUT.qmdRefreshStamp), old, old); }, /memory index was last refreshed 120 min ago \(the timer runs every 15 min\)/, /refresh it now/, false],
   ['mesh', () => fs.rmSync(path.join(sb.state, 'ts-serve')), /not served over the mesh/, /enable Serve and Funnel at the network level, then re-run the install/, false],
   ['devices', () => state('devices.json', JSON.stringify({ pending: [{ requestId: 'req-7f3a', displayName: 'Lisa iPhone' }], paired: [] })), /1 device waiting for approval: req-7f3a \(Lisa iPhone\)/, /approve/, false],
   ['secrets', () => { const c = config(); c.gateway.auth.token = SECRETS.apiKey; setConfig(c); }, /openclaw\.json holds the service API key in plain text; gateway\.auth\.token: plaintext pkt_\*\*\*\*/, /references back.*rotate it/, true],
@@ -177,6 +179,19 @@ describe('each check: broken fixture fails (or warns) with its fix; healthy pass
     const stale = await check('guard-cron');
     expect(stale.status).toBe('warn');
     expect(stale.message).toMatch(/last ran 300 min ago/);
+  });
+
+  it('memory: within two periods passes; no collection, a stopped timer or an open index fails', async () => {
+    const recent = new Date(Date.now() - 25 * 60_000);
+    fs.utimesSync(path.join(sb.root, LAYOUT.qmdRefreshStamp), recent, recent);
+    expect((await check('memory')).status).toBe('pass');
+    fs.chmodSync(path.join(sb.root, LAYOUT.qmdIndex), 0o644);
+    expect((await check('memory')).message).toMatch(/readable by others: .*index\.sqlite/);
+    fs.rmSync(path.join(sb.state, 'user-qmd-refresh.timer.active'));
+    expect((await check('memory')).message).toMatch(/qmd-refresh\.timer is not active/);
+    sb.write(LAYOUT.qmdCollectionsFile, 'collections:\n  notes:\n    path: /srv/notes\n    pattern: "**/*.md"\n', 0o600);
+    const missing = await check('memory');
+    expect([missing.status, missing.message]).toEqual(['fail', expect.stringMatching(/QMD has no "memory" collection/)]);
   });
 
   it('mesh: a hostname other than the configured one fails with the set command', async () => {

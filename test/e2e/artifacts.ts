@@ -122,8 +122,8 @@ export function setupDir(work: string): string {
   return dir;
 }
 
-/** npm tarballs of the stand-in packages (lossless-claw, QMD), made fresh from test/e2e/fixtures. */
-export function standinPackages(work: string): { losslessClaw: string; qmd: string } {
+/** npm tarballs of the stand-in packages (lossless-claw), made fresh from test/e2e/fixtures. QMD is the real one, from the registry. */
+export function standinPackages(work: string): { losslessClaw: string } {
   const out = path.join(work, 'pkgs');
   fs.mkdirSync(out, { recursive: true });
   const pack = (fixture: string) => {
@@ -133,7 +133,7 @@ export function standinPackages(work: string): { losslessClaw: string; qmd: stri
     if (!made) throw new Error(`npm pack of fixture ${fixture} produced nothing`);
     return path.join(out, made);
   };
-  return { losslessClaw: pack('lossless-claw'), qmd: pack('qmd') };
+  return { losslessClaw: pack('lossless-claw') };
 }
 
 /**

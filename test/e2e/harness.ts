@@ -87,7 +87,6 @@ export class World {
       SERVICE_DOWNLOAD_CA_FILE: '/root/e2e/ca.pem',
       SERVICE_NODE_DIST_URL: `${this.setup.url}/node`,
       SERVICE_LOSSLESS_CLAW_SOURCE: `/root/e2e/pkgs/${path.basename(pkgs.losslessClaw)}`,
-      SERVICE_QMD_SOURCE: `/root/e2e/pkgs/${path.basename(pkgs.qmd)}`,
       SERVICE_MESH_APT_URL: `${this.apt.url}/tailscale/ubuntu`,
       SERVICE_AI_GATEWAY_URL: this.ai.url,
       SERVICE_MCP_URL: this.mcp.url,
@@ -132,7 +131,6 @@ export class World {
         { path: '/root/e2e/sources.env', content: envFile(sources), mode: 0o600 },
         { path: '/root/e2e/answers.env', content: envFile(answers), mode: 0o600 },
         { path: `/root/e2e/pkgs/${path.basename(pkgs.losslessClaw)}`, content: fs.readFileSync(pkgs.losslessClaw), mode: 0o644 },
-        { path: `/root/e2e/pkgs/${path.basename(pkgs.qmd)}`, content: fs.readFileSync(pkgs.qmd), mode: 0o644 },
         ...localCas.map((f) => ({ path: `${localCaDir}/${f}`, content: fs.readFileSync(path.join(localCaDir, f)), mode: 0o644 })),
       ],
     });

@@ -12,6 +12,7 @@ import { E2E_CACHE } from './artifacts.js';
 import { CHANNEL_PORT, GATEWAY_PORT, GATEWAY_UNIT, World, channelPost, log, seconds, timeSplit, type InstallRun } from './harness.js';
 import { filesWithSecrets, scanWorldReadable } from './secrets.js';
 import { confinementStep } from './confinement.js';
+import { memoryAfterRestore, memoryAndHeartbeat } from './memory.js';
 
 const components = JSON.parse(fs.readFileSync(path.join(REPO, 'templates/components.json'), 'utf8'));
 const profile = JSON.parse(fs.readFileSync(path.join(REPO, 'templates/service-profile.json'), 'utf8'));
@@ -220,6 +221,10 @@ test -f /root/.config/systemd/user/${GATEWAY_UNIT}.d/service-env.conf && echo "o
     expect(world.ai.requests.at(-1)?.model).toBe(NEW_MODEL);
   });
 
+  step('5b. memory: the real QMD finds a memory file through qmd mcp; display name; a heartbeat run is ok; the guard script runs', 15 * 60_000, async () => {
+    report.memory = await memoryAndHeartbeat(world);
+  });
+
   step('6. tampering: doctor names each; guard restores the providers; doctor --fix the rest; doctor passes', 6 * 60_000, async () => {
     const c = world.container;
     // a) a direct model-vendor provider next to the service's
@@ -304,6 +309,9 @@ true`);
   });
 
   step('8. confinement (after the restore): exfiltration attempts refused, MCP/browser/workspace still work, sandbox exposure, the runtime\'s own audits', 15 * 60_000, () => confinementStep(world, chat, report));
+  step('7b. memory after restore: the index was in the backup and finds the memory file again', 5 * 60_000, async () => {
+    await memoryAfterRestore(world);
+  });
 
   step('no secret in process arguments, the install/guard logs or any world-readable file', 5 * 60_000, async () => {
     world.argv.stop();

@@ -29,8 +29,8 @@ export type ScriptedReply = { toolCalls: Array<{ id: string; name: string; argum
 export interface AiGateway {
   /** SERVICE_AI_GATEWAY_URL (OpenAI base URL, ends in /v1). */
   url: string;
-  /** Every chat completion: the model asked for, whether the service API key was presented, the raw body, the tools offered. */
-  requests: Array<{ model: string; authorized: boolean; body: string; tools: string[] }>;
+  /** Every chat completion: the model asked for, whether the service API key was presented, the raw body and its size, the tools offered. */
+  requests: Array<{ model: string; authorized: boolean; body: string; bytes: number; tools: string[] }>;
   /** Set by a scenario to answer some requests itself (test/e2e/exfil.ts); undefined: echo. */
   script?: (request: { model: string; messages: Array<{ role: string; content: unknown; tool_call_id?: string }>; tools?: Array<{ function?: { name?: string; parameters?: unknown } }> }) => ScriptedReply | undefined;
   close(): Promise<void>;
@@ -64,7 +64,7 @@ export async function startAiGateway(apiKey: () => string): Promise<AiGateway> {
         return;
       }
       const authorized = req.headers.authorization === `Bearer ${apiKey()}`;
-      requests.push({ model: json.model, authorized, body, tools: (json.tools ?? []).map((t) => t.function?.name ?? '?') });
+      requests.push({ model: json.model, authorized, body, bytes: Buffer.byteLength(body), tools: (json.tools ?? []).map((t) => t.function?.name ?? '?') });
       if (!authorized) {
         res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":{"message":"invalid api key","type":"invalid_request_error"}}');
         return;

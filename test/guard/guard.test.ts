@@ -38,6 +38,8 @@ describe('service-deploy guard (binary, sandbox)', () => {
     ['changed key', () => { const c = config(); c.models.providers[Object.keys(c.models.providers)[0]!].apiKey = 'pkt_stolen_key_0000000000'; setConfig(c); }, /apiKey: plaintext pkt_\*\*\*\*0000 -> reference file:service:\/serviceApiKey/],
     ['removed gateway.auth', () => { const c = config(); delete c.gateway.auth; setConfig(c); }, /restored gateway\.auth: missing -> mode token/],
     ['legacy gateway.token', () => { const c = config(); c.gateway.token = c.gateway.auth.token; setConfig(c); }, /restored gateway\.token: legacy top-level token/],
+    ['renamed agent', () => { const c = config(); c.agents.entries.main.identity.name = 'Someone Else'; setConfig(c); }, /restored agent display name: Someone Else -> Acme Dental GmbH/],
+    ['heartbeat sent to the owner again', () => { const c = config(); c.agents.defaults.heartbeat.target = 'owner'; delete c.agents.defaults.heartbeat.isolatedSession; setConfig(c); }, /restored agents\.defaults\.heartbeat: target "owner", isolatedSession \(unset\) -> target "none", isolatedSession true/],
   ];
 
   for (const [what, tamper, logged] of TAMPER) {

@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { execa } from 'execa';
 import { REPO } from './binary.js';
+import { budget } from './budget.js';
 import { freePort } from './nginx.js';
 import { tempDir } from './tmp.js';
 
@@ -61,7 +62,7 @@ export async function ensureOpenClaw(): Promise<string> {
 export interface FakeProvider {
   url: string;
   /** The messages of every chat completion request, in order. */
-  requests: Array<{ model: string; messages: Array<{ role: string; content: unknown }> }>;
+  requests: Array<{ model: string; messages: Array<{ role: string; content: unknown }>; bytes: number; tools: number }>;
   close(): Promise<void>;
 }
 
@@ -80,8 +81,8 @@ export async function startFakeProvider(): Promise<FakeProvider> {
         res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":{"message":"not found"}}');
         return;
       }
-      const json = JSON.parse(body) as { model: string; stream?: boolean; messages: Array<{ role: string; content: unknown }> };
-      requests.push({ model: json.model, messages: json.messages });
+      const json = JSON.parse(body) as { model: string; stream?: boolean; messages: Array<{ role: string; content: unknown }>; tools?: unknown[] };
+      requests.push({ model: json.model, messages: json.messages, bytes: Buffer.byteLength(body), tools: json.tools?.length ?? 0 });
       const lastUser = [...json.messages].reverse().find((m) => m.role === 'user' && !textOf(m.content).startsWith('<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT'));
       const said = /\] ([^\n]*)/.exec(textOf(lastUser?.content))?.[1] ?? '';
       const text = `STAND-IN REPLY to: ${said}`;
@@ -111,6 +112,8 @@ export async function startFakeProvider(): Promise<FakeProvider> {
   };
 }
 
+const VITE_ENV = new Set(['TEST', 'MODE', 'NODE_ENV', 'PROD', 'DEV', 'BASE_URL', 'SSR']);
+
 export interface GatewayOptions {
   pluginDir: string;
   providerUrl: string;
@@ -120,6 +123,8 @@ export interface GatewayOptions {
   stateDir?: string;
   providerName?: string;
   modelId?: string;
+  /** Changes to the config before the gateway starts (heartbeat, identity...). */
+  configure?: (config: Record<string, any>) => void;
 }
 
 export interface RunningGateway {
@@ -129,12 +134,17 @@ export interface RunningGateway {
   gatewayToken: string;
   log(): string;
   stop(): Promise<void>;
+  /** The gateway's environment: the same state dir and config for `openclaw` CLI calls. */
+  env: Record<string, string>;
 }
 
 /**
  * A real OpenClaw gateway on a random loopback port with a temporary state dir and
  * config: the given provider as the only one, the plugin loaded from `pluginDir`.
- * Waits (up to 90 s) for /readyz.
+ * Ready when GET /readyz answers 2xx: polled within a budget that scales with the
+ * machine's load (test/helpers/budget.ts; OpenClaw alone took 29 s to listen on a
+ * loaded 2-core machine). Fails at once if the process exits; a timeout names what was
+ * awaited, the last /readyz answer and the log tail.
  */
 export async function startGateway(options: GatewayOptions): Promise<RunningGateway> {
   const entry = await ensureOpenClaw();
@@ -151,12 +161,15 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     agents: { defaults: { model: { primary: `${provider}/${model}` }, heartbeat: { every: '0m' } } },
     plugins: { enabled: true, load: { paths: [options.pluginDir] }, entries: { 'service-channel': { enabled: true } } },
   };
+  options.configure?.(config);
   const configPath = path.join(stateDir, 'openclaw.json');
   fs.writeFileSync(configPath, JSON.stringify(config, null, 2), { mode: 0o600 });
   const logFile = path.join(stateDir, `gateway-${Date.now()}.log`);
   const out = fs.openSync(logFile, 'a');
   const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('VITEST') && k !== 'NODE_OPTIONS' && !k.startsWith('SERVICE_')) env[k] = v;
+  // Not the test runner's own variables (vitest sets TEST, MODE, NODE_ENV=test...: the
+  // OpenClaw CLI prints nothing under them).
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('VITEST') && !VITE_ENV.has(k) && k !== 'NODE_OPTIONS' && !k.startsWith('SERVICE_')) env[k] = v;
   Object.assign(env, { PATH: node24Path(), HOME: home, OPENCLAW_STATE_DIR: stateDir, OPENCLAW_CONFIG_PATH: configPath });
   for (const [k, v] of Object.entries(options.env)) if (v !== undefined) env[k] = v;
   const child: ChildProcess = spawn(path.join(NODE_BIN, 'node'), [entry, 'gateway', 'run'], { env, stdio: ['ignore', out, out], detached: true });
@@ -180,16 +193,27 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       }
     }
   };
-  const deadline = Date.now() + 90_000;
+  const started = Date.now();
+  const limit = budget(180_000);
+  let lastAnswer = 'no answer yet (not listening)';
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`openclaw gateway exited (${child.exitCode}):\n${log().slice(-3000)}`);
-    const ready = await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.ok, () => false);
+    if (child.exitCode !== null) throw new Error(`openclaw gateway exited (${child.exitCode}) before GET /readyz answered 2xx:\n${log().slice(-3000)}`);
+    const ready = await fetch(`http://127.0.0.1:${port}/readyz`, { signal: AbortSignal.timeout(10_000) }).then(
+      async (r) => {
+        lastAnswer = `HTTP ${r.status} ${(await r.text()).slice(0, 300)}`;
+        return r.ok;
+      },
+      (error: Error) => {
+        if (!/ECONNREFUSED|fetch failed/.test(String(error?.cause ?? error))) lastAnswer = String(error?.cause ?? error);
+        return false;
+      },
+    );
     if (ready) break;
-    if (Date.now() > deadline) {
+    if (Date.now() - started > limit) {
       await stop();
-      throw new Error(`openclaw gateway not ready within 90 s:\n${log().slice(-3000)}`);
+      throw new Error(`openclaw gateway not ready: waited ${Math.round((Date.now() - started) / 1000)} s (budget ${Math.round(limit / 1000)} s) for GET http://127.0.0.1:${port}/readyz to answer 2xx; last: ${lastAnswer}\n${log().slice(-3000)}`);
     }
-    await new Promise((r) => setTimeout(r, 500));
+    await new Promise((r) => setTimeout(r, 250));
   }
-  return { port, url: `http://127.0.0.1:${port}`, stateDir, gatewayToken, log, stop };
+  return { port, url: `http://127.0.0.1:${port}`, stateDir, gatewayToken, log, stop, env: { ...env } };
 }

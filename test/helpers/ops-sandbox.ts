@@ -13,6 +13,7 @@ import { gatewayUnitFile } from '../../src/steps/gateway-service.js';
 import { guardCron, guardScript } from '../../src/steps/guard.js';
 import { SERVE_TARGET } from '../../src/steps/mesh-client.js';
 import { REPO } from './binary.js';
+import { budget } from './budget.js';
 import { makeSandbox, SECRETS, type Sandbox } from './sandbox.js';
 import { tempDir } from './tmp.js';
 
@@ -103,6 +104,14 @@ export async function makeHealthySandbox(options: { channel?: boolean } = {}): P
     '',
   ].join('\n'));
   state('syslog', `${Date.now() * 1000 - 600_000_000}\x1fservice-guard\x1fok: nothing to restore\n`);
+  // QMD memory: the collection over the memory files, refreshed just now, private, timer on.
+  fs.mkdirSync(path.join(sb.root, LAYOUT.workspaceDir, 'memory'), { recursive: true, mode: 0o700 });
+  write(LAYOUT.qmdCollectionsFile, `collections:\n  memory:\n    path: ${path.join(sb.root, LAYOUT.workspaceDir)}\n    pattern: MEMORY.md,memory/*.md\n`, 0o600);
+  write(LAYOUT.qmdIndex, '', 0o600);
+  write(LAYOUT.qmdRefreshStamp, '', 0o600);
+  for (const dir of [LAYOUT.qmdCacheDir, LAYOUT.qmdConfigDir]) fs.chmodSync(path.join(sb.root, dir), 0o700);
+  state('user-qmd-refresh.timer.enabled');
+  state('user-qmd-refresh.timer.active');
 
   const userEnv = { XDG_RUNTIME_DIR: '/run/user/0' };
   const ops: OpsSandbox = Object.assign(sb, {
@@ -114,7 +123,7 @@ export async function makeHealthySandbox(options: { channel?: boolean } = {}): P
     },
     gatewayPid: () => Number(fs.readFileSync(path.join(sb.state, 'user-openclaw-gateway.service.pid'), 'utf8')),
     run: (args: string[], extraEnv: Record<string, string> = {}) =>
-      execa(path.join(REPO, 'dist/service-deploy'), args, { env: env(extraEnv), extendEnv: false, reject: false, timeout: 60_000 }),
+      execa(path.join(REPO, 'dist/service-deploy'), args, { env: env(extraEnv), extendEnv: false, reject: false, timeout: budget(120_000) }),
   });
   await ops.systemctl('--user', 'daemon-reload');
   await ops.systemctl('--user', 'restart', LAYOUT.gatewayUnit);

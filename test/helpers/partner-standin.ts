@@ -39,6 +39,8 @@ interface Fault {
   when: 'before' | 'after';
   path?: RegExp;
   body?: unknown;
+  /** Sent as is instead of JSON (an HTML page, a route 404), with `headers`. */
+  raw?: string;
   headers?: Record<string, string>;
 }
 
@@ -46,6 +48,8 @@ interface Delay {
   count: number;
   ms: number;
   path?: RegExp;
+  /** Answer only once this settles (holdNext). */
+  until?: Promise<void>;
 }
 
 export interface StandinOptions {
@@ -102,6 +106,14 @@ export class PartnerStandin {
     this.delays.push({ ms, count: options.count ?? 1, path: options.path });
   }
 
+  /** Holds the next answer until the returned function is called (no fixed delay). */
+  holdNext(options: { path?: RegExp } = {}): () => void {
+    let release!: () => void;
+    const until = new Promise<void>((resolve) => (release = resolve));
+    this.delays.push({ ms: 0, count: 1, path: options.path, until });
+    return release;
+  }
+
   /** Imports an agent into the partner's account, as the portal would. */
   importAgent(provider: string, agentId: string): void {
     (this.importedAgents[provider] ??= []).push(agentId);
@@ -127,13 +139,20 @@ export class PartnerStandin {
     };
 
     const delay = this.take(this.delays, path);
-    if (delay) await new Promise((resolve) => setTimeout(resolve, delay.ms));
+    if (delay?.until) await delay.until;
+    else if (delay) await new Promise((resolve) => setTimeout(resolve, delay.ms));
 
     const fault = this.take(this.faults, path);
-    if (fault?.when === 'before') return reply(fault.status, fault.body ?? { message: 'service unavailable' }, fault.headers);
+    const faulty = (fallback: unknown) => {
+      if (fault!.raw === undefined) return reply(fault!.status, fault!.body ?? fallback, fault!.headers);
+      record.status = fault!.status;
+      response.writeHead(fault!.status, { 'Content-Type': 'text/html', ...fault!.headers });
+      response.end(fault!.raw);
+    };
+    if (fault?.when === 'before') return faulty({ message: 'service unavailable' });
 
     const [status, body] = this.route(request, path, rawBody, record);
-    if (fault?.when === 'after') return reply(fault.status, fault.body ?? { message: 'bad gateway' }, fault.headers);
+    if (fault?.when === 'after') return faulty({ message: 'bad gateway' });
     reply(status, body);
   }
 

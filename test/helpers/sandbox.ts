@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import * as tar from 'tar';
 import { BINARY, REPO, cleanEnv } from './binary.js';
+import { budget } from './budget.js';
 import { makeTestCa, serveDirectory, type StaticServer, type TestCa } from './https-server.js';
 import { tempDir } from './tmp.js';
 
@@ -55,7 +56,7 @@ async function nodeSource(): Promise<{ ca: TestCa; dist: StaticServer }> {
   const name = `node-v${NODE_VERSION}-linux-${arch}`;
   const stage = path.join(tempDir('sd-nodestage-'), name, 'bin');
   fs.mkdirSync(stage, { recursive: true });
-  for (const f of ['node', 'npm', 'openclaw', '_lib.sh']) fs.copyFileSync(path.join(STANDINS, f), path.join(stage, f));
+  for (const f of ['node', 'npm', 'openclaw', 'qmd', '_lib.sh']) fs.copyFileSync(path.join(STANDINS, f), path.join(stage, f));
   fs.mkdirSync(path.join(dir, `v${NODE_VERSION}`));
   const tarball = path.join(dir, `v${NODE_VERSION}`, `${name}.tar.gz`);
   await tar.c({ gzip: true, file: tarball, cwd: path.dirname(path.dirname(stage)), portable: true }, [name]);
@@ -83,7 +84,7 @@ export async function makeSandbox(options: { os?: string } = {}): Promise<Sandbo
   const log = path.join(state, 'calls.log');
   fs.writeFileSync(log, '');
   for (const f of fs.readdirSync(STANDINS)) {
-    if (['node', 'npm', 'openclaw'].includes(f)) continue; // these come from the Node tarball
+    if (['node', 'npm', 'openclaw', 'qmd'].includes(f)) continue; // these come from the Node tarball (qmd from npm)
     fs.copyFileSync(path.join(STANDINS, f), path.join(bin, f));
   }
   fs.mkdirSync(path.join(root, 'etc'), { recursive: true });
@@ -118,7 +119,8 @@ export async function makeSandbox(options: { os?: string } = {}): Promise<Sandbo
         SERVICE_MCP_URL: mcp.url,
         SERVICE_AI_GATEWAY_URL: 'http://127.0.0.1:9/v1',
         SERVICE_HEALTH_URL: `${health.url}/healthz`,
-        SERVICE_HEALTH_TIMEOUT_MS: '3000',
+        // The stand-in answers at once; on a loaded machine its answer may still take seconds.
+        SERVICE_HEALTH_TIMEOUT_MS: String(budget(60_000)),
         ...extra,
       }),
     calls: (command) =>
@@ -139,7 +141,7 @@ export async function makeSandbox(options: { os?: string } = {}): Promise<Sandbo
         env: sandbox.env(extraEnv),
         extendEnv: false,
         reject: false,
-        timeout: 120_000,
+        timeout: budget(180_000),
       }),
     read: (p) => {
       try {

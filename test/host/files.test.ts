@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { Files } from '../../src/host/files.js';
 import { PathMap } from '../../src/host/paths.js';
 import { NODE24 } from '../helpers/binary.js';
+import { waitUntil } from '../helpers/budget.js';
 import { bundleScript } from '../helpers/bundle.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -40,15 +41,25 @@ describe('Files (sandbox root)', () => {
     const target = path.join(root, 'etc/app/config.txt');
     let kills = 0;
     for (let round = 0; round < 12; round++) {
-      const child = execa(NODE24, [script, root, String(256 * 1024 + round * 4099)], { reject: false });
-      // Kill at a different moment each round: before the first write, mid-stream, later.
-      await new Promise((resolve) => setTimeout(resolve, 5 + round * 13));
+      const child = execa(NODE24, [script, root, String(256 * 1024 + round * 4099)], { reject: false, buffer: false });
+      let out = '';
+      child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()));
+      // The kill window opens when the writer says "ready" (a busy machine may take seconds
+      // to start Node); then kill after a different number of finished writes each round
+      // (0 = before the first one completes), plus a varying sub-write delay.
+      const after = round % 4;
+      await waitUntil(`the writer to say ready and finish ${after} write(s) (round ${round})`, () => {
+        const lines = out.split('\n').filter(Boolean);
+        return lines[0] === 'ready' && lines.length - 1 >= after;
+      }, { budgetMs: 60_000, intervalMs: 1, lastSeen: () => JSON.stringify(out.slice(-80)) });
+      if (round % 3 !== 0) await new Promise((resolve) => setImmediate(resolve));
       child.kill('SIGKILL');
       await child;
       kills++;
       if (fs.existsSync(target)) expect(isWholeVersion(fs.readFileSync(target, 'utf8'))).toBe(true);
     }
     expect(kills).toBe(12);
+    // Rounds that waited for a finished write must have left a whole file.
     expect(fs.existsSync(target)).toBe(true);
   });
 });

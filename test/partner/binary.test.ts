@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, expect, test } from 'vitest';
 import { cleanEnv, requireBinary } from '../helpers/binary.js';
 import { PartnerStandin, STANDIN_KEY } from '../helpers/partner-standin.js';
+import { budget } from '../helpers/budget.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /** The built single executable (dist/service-deploy) against the stand-in: stdin bodies, argv, exit codes. */
@@ -22,17 +23,18 @@ test('onboard-flow --body - from stdin: the key is in neither argv nor output', 
     agent: { provider: 'voice-one', agentId: 'agent-2', profitMultiplier: 1.5 },
     members: [{ email: 'one@example.com', name: 'One', role: 'member' }],
   };
-  standin.delayNext(400); // keeps the process alive long enough to read its argv
+  const release = standin.holdNext(); // keeps the process alive, waiting for the answer, while its argv is read
   const args = ['partner', 'onboard-flow', '--body', '-', '--json', '--verbose'];
   const child = execa(requireBinary(), args, {
     reject: false,
     extendEnv: false,
     env: cleanEnv({ SERVICE_PARTNER_API_URL: standin.url, SERVICE_PARTNER_API_KEY: STANDIN_KEY }),
     input: JSON.stringify(flow),
-    timeout: 20_000,
+    timeout: budget(60_000),
   });
   await until(() => standin.requests.length > 0);
   const cmdline = fs.readFileSync(`/proc/${child.pid}/cmdline`, 'utf8');
+  release();
   const result = await child;
 
   expect(cmdline.split('\0')).toEqual(expect.arrayContaining(args));
@@ -52,7 +54,7 @@ test('a revoked key from --api-key-file: exit 11, hint names the keys page, key 
   const result = await execa(
     requireBinary(),
     ['partner', 'onboard', '--email', 'ana@example.com', '--first-name', 'Ana', '--last-name', 'Diaz', '--phone', '+14155552671', '--company', 'D', '--api-key-file', keyFile, '--verbose'],
-    { reject: false, extendEnv: false, env: cleanEnv({ SERVICE_PARTNER_API_URL: standin.url }), timeout: 20_000 },
+    { reject: false, extendEnv: false, env: cleanEnv({ SERVICE_PARTNER_API_URL: standin.url }), timeout: budget(60_000) },
   );
   expect(result.exitCode).toBe(11);
   expect(result.stderr).toMatch(/refused the API key \(401/);
@@ -62,7 +64,7 @@ test('a revoked key from --api-key-file: exit 11, hint names the keys page, key 
   expect(standin.customers.size).toBe(0);
 });
 
-async function until(condition: () => boolean, timeoutMs = 10_000): Promise<void> {
+async function until(condition: () => boolean, timeoutMs = budget(30_000)): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!condition()) {
     if (Date.now() > deadline) throw new Error('timed out waiting for the stand-in to see a request');

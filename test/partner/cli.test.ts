@@ -135,12 +135,80 @@ describe('invalid input never reaches the server', () => {
     expect(standin.requests).toEqual([]);
   });
 
-  test('a body file with a typo in a field name is refused', async () => {
+  test('a body file with a typo in a field name is refused, naming the field it resembles', async () => {
     const file = path.join(tempDir(), 'customer.json');
     fs.writeFileSync(file, JSON.stringify({ basic: { email: 'bo@example.com', firstName: 'Bo', lastName: 'Li', businessPhone: '+442079460958' }, business: { companyName: 'L' }, allowPortalAcess: true }));
     const run = await cli('partner', 'onboard', '--body', file);
     expect(run.code).toBe(2);
-    expect(run.stderr).toMatch(/unknown field\(s\) allowPortalAcess/);
+    expect(run.stderr).toMatch(/allowPortalAcess: unknown field; did you mean allowPortalAccess\?/);
+    expect(standin.requests).toEqual([]);
+  });
+
+  test.each([
+    ['basic', 'firstname', /basic\.firstname: unknown field; did you mean basic\.firstName/],
+    ['', 'isQuickOnbaording', /isQuickOnbaording: unknown field; did you mean isQuickOnboarding/],
+    ['business', 'compnyName', /business\.compnyName: unknown field; did you mean business\.companyName/],
+  ])('a typo in %s.%s is refused', async (level, field, reason) => {
+    const file = path.join(tempDir(), 'customer.json');
+    const body: Record<string, any> = { basic: { email: 'bo@example.com', firstName: 'Bo', lastName: 'Li', businessPhone: '+442079460958' }, business: { companyName: 'L' } };
+    (level ? body[level] : body)[field] = 'x';
+    fs.writeFileSync(file, JSON.stringify(body));
+    const run = await cli('partner', 'onboard', '--body', file);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(reason);
+    expect(standin.requests).toEqual([]);
+  });
+
+  test('fields the spec does not show pass through from --body, with a notice', async () => {
+    const file = path.join(tempDir(), 'customer.json');
+    const body = {
+      basic: { email: 'bo@example.com', firstName: 'Bo', lastName: 'Li', businessPhone: '+44 20 7946 0958', title: 'Dr' },
+      business: { companyName: 'L', website: 'https://l.example', address: { city: 'Leeds' } },
+      referralSource: 'crm',
+    };
+    fs.writeFileSync(file, JSON.stringify(body));
+    const run = await cli('partner', 'onboard', '--body', file);
+    expect(run.code).toBe(0);
+    expect(run.stderr).toMatch(/note: sending field\(s\) the spec does not show, as given: basic\.title, business\.website, business\.address, referralSource/);
+    expect(standin.requests[0]!.body).toEqual({ ...body, basic: { ...body.basic, businessPhone: '+442079460958' } });
+  });
+
+  test('onboard-flow passes unknown customer fields through too, and still refuses typos', async () => {
+    const file = path.join(tempDir(), 'flow.json');
+    const customer = { basic: { email: 'bo@example.com', firstName: 'Bo', lastName: 'Li', businessPhone: '+442079460958' }, business: { companyName: 'L' }, timezone: 'Europe/London' };
+    fs.writeFileSync(file, JSON.stringify({ customer, agent: { provider: 'voice-one', agentId: 'agent-1', profitMultiplier: 2 } }));
+    const run = await cli('partner', 'onboard-flow', '--body', file);
+    expect(run.code).toBe(0);
+    expect(run.stderr).toMatch(/as given: customer\.timezone/);
+    expect(standin.requests[0]!.body).toMatchObject({ timezone: 'Europe/London' });
+    fs.writeFileSync(file, JSON.stringify({ customer: { ...customer, allowPortalAccesss: true }, agent: { provider: 'voice-one', agentId: 'agent-1', profitMultiplier: 2 } }));
+    const typo = await cli('partner', 'onboard-flow', '--body', file);
+    expect(typo.code).toBe(2);
+    expect(typo.stderr).toMatch(/customer\.allowPortalAccesss: unknown field; did you mean customer\.allowPortalAccess/);
+    expect(standin.requests).toHaveLength(2); // only the first flow's onboard and map-agent
+  });
+
+  test('a phone extension is refused (never dropped): exit 2, naming the field', async () => {
+    const run = await cli('partner', 'onboard', ...customerFlags.slice(0, 6), '--phone', '+1 415 555 2671 ext. 12', '--company', 'Diaz Dental');
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/basic\.businessPhone \(--phone\): .*has an extension \(12\)/);
+    expect(standin.requests).toEqual([]);
+  });
+
+  test('a base URL ending in /api/v1 is normalised, with a note', async () => {
+    vi.stubEnv('SERVICE_PARTNER_API_URL', `${standin.url}/api/v1/`);
+    const run = await cli('partner', 'onboard', ...customerFlags);
+    expect(run.code).toBe(0);
+    expect(run.stderr).toMatch(/ends in \/api\/v1; using http:\/\/127\.0\.0\.1:\d+ /);
+    expect(standin.requests.map((request) => request.path)).toEqual(['/api/v1/mcp/customers/onboard']);
+  });
+
+  test.each(['/api', '/api/v1/mcp', '/api/v2'])('a base URL ending in %s is refused: exit 2 naming it, nothing sent', async (tail) => {
+    vi.stubEnv('SERVICE_PARTNER_API_URL', `${standin.url}${tail}`);
+    const run = await cli('partner', 'map-agent', '--provider', 'voice-one', '--agent-id', 'agent-1', '--customer-id', 'c', '--profit-multiplier', '1');
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain(`SERVICE_PARTNER_API_URL ${standin.url}${tail} ends in a part of the API path`);
+    expect(run.stderr).not.toMatch(/not imported/);
     expect(standin.requests).toEqual([]);
   });
 

@@ -7,6 +7,7 @@ import {
   EmailExistsError,
   PartnerApiError,
   PartnerExitCode,
+  PartnerOutcomeUnknownError,
   PartnerTimeoutError,
   PartnerUnavailableError,
   TeamLimitError,
@@ -193,9 +194,9 @@ describe('retries never duplicate a customer', () => {
     expect(error).toBeInstanceOf(PartnerTimeoutError);
     expect(error.exitCode).toBe(PartnerExitCode.timeout);
     expect(error.message).toMatch(/within 0\.1 s/);
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    // The stand-in finishes the late request on its own time: wait for it, with a budget.
+    await waitFor(() => standin.customers.size === 1, 'the delayed onboarding to create its customer');
     expect(standin.requestsTo(/onboard/)).toHaveLength(1);
-    expect(standin.customers.size).toBe(1);
   });
 
   test('onboarding IS retried when the connection was refused (nothing was sent), and creates one customer', async () => {
@@ -264,8 +265,133 @@ describe('retries never duplicate a customer', () => {
 
     standin.failNext({ status: 429, headers: { 'Retry-After': '3600' }, body: { message: 'slow down' } });
     const error = await failure(client().onboard(customer('bo@example.com')));
-    expect(error.message).toMatch(/HTTP 429: slow down/);
+    // Not "fix the request": try later (14), with the wait the server asked for.
+    expect(error).toBeInstanceOf(PartnerUnavailableError);
+    expect(error.exitCode).toBe(PartnerExitCode.unavailable);
+    expect(error.message).toMatch(/HTTP 429\) and asks to wait 3600 s \(Retry-After: 3600\): slow down/);
+    expect(error.hint).toMatch(/try again later, after 3600 s/);
+    expect(error.hint).not.toMatch(/fix the request/);
     expect(sleeps).toEqual([20]);
+  });
+
+  test('429 on every safe retry ends with 14 (try later) and the Retry-After shown', async () => {
+    standin.failNext({ status: 429, count: 3, headers: { 'Retry-After': '0.01' }, body: { error: 'rate limited' } });
+    const error = await failure(client().onboard(customer()));
+    expect(error.exitCode).toBe(PartnerExitCode.unavailable);
+    expect(error.message).toMatch(/rate limiting .*Retry-After: 0\.01.*rate limited \(after 3 attempts\)/);
+    expect(standin.requestsTo(/onboard/)).toHaveLength(3);
+    expect(standin.customers.size).toBe(0);
+  });
+
+  test('a redirect is reported, not followed and not retried (even for idempotent map-agent)', async () => {
+    const elsewhere = await new PartnerStandin().start();
+    try {
+      standin.failNext({ status: 307, count: 5, headers: { Location: `${elsewhere.url}/api/v1/mcp/voice-one-agents/agent-1/map-customer` }, body: {} });
+      const error = await failure(client().mapAgent('voice-one', 'agent-1', { customerId: 'x', profitMultiplier: 1 }));
+      expect(error.exitCode).toBe(1);
+      expect(error.message).toMatch(/HTTP 307, a redirect to http:\/\/127\.0\.0\.1:\d+\/api\/v1.*not followed/);
+      expect(standin.requests).toHaveLength(1);
+      expect(elsewhere.requests).toEqual([]); // the key never went there
+      expect(sleeps).toEqual([]);
+    } finally {
+      await elsewhere.close();
+    }
+  });
+});
+
+describe("status first; the server's words verbatim; specific codes only on clear signals", () => {
+  test('an onboarding 2xx without a findable id is "may have been created", exit 15, never 1', async () => {
+    standin.failNext({ status: 201, when: 'after', body: { customer: { email: 'ana@example.com' }, ok: true } });
+    const error = await failure(client().onboard(customer()));
+    expect(error).toBeInstanceOf(PartnerOutcomeUnknownError);
+    expect(error.exitCode).toBe(PartnerExitCode.outcomeUnknown);
+    expect(error.exitCode).not.toBe(1);
+    expect(error.message).toMatch(/no customer id could be found.*"ok":true/);
+    expect(error.hint).toMatch(/may have been created: check before retrying/);
+    expect(standin.customers.size).toBe(1);
+    expect(standin.requestsTo(/onboard/)).toHaveLength(1);
+  });
+
+  test.each([
+    [{ id: 'cus_top', email: 'x' }, 'cus_top'],
+    [{ customer: { id: 'cus_nested', email: 'x' } }, 'cus_nested'],
+    [{ data: { id: 42 } }, '42'],
+  ])('onboarding answer %j: the id is found', async (body, id) => {
+    standin.failNext({ status: 200, when: 'after', body });
+    expect((await client().onboard(customer())).id).toBe(id);
+  });
+
+  test.each([
+    [{ customer: { id: 'a' }, partner: { id: 'b' } }],
+    [{ data: { customer: { id: 'too-deep' } } }],
+    ['created'],
+  ])('onboarding answer %j: no single id, so the outcome is unknown (15)', async (body) => {
+    standin.failNext({ status: 201, when: 'after', ...(typeof body === 'string' ? { raw: body, headers: { 'Content-Type': 'text/plain' } } : { body }) });
+    expect((await failure(client().onboard(customer()))).exitCode).toBe(15);
+  });
+
+  test('a 404 HTML page on map-agent is not "agent not imported"', async () => {
+    standin.failNext({ status: 404, raw: '<!DOCTYPE html><html><body><h1>Not Found</h1><p>agent</p></body></html>' });
+    const error = await failure(client().mapAgent('voice-one', 'agent-1', { customerId: 'x', profitMultiplier: 1 }));
+    expect(error).not.toBeInstanceOf(AgentNotFoundError);
+    expect(error.exitCode).toBe(1);
+    expect(error.message).toMatch(/HTTP 404 .* HTML answer, not the partner API's own: <!DOCTYPE html>/);
+    expect(error.hint).toMatch(/check SERVICE_PARTNER_API_URL/);
+  });
+
+  test('a framework route 404 in JSON on map-agent is not "agent not imported"', async () => {
+    standin.failNext({ status: 404, body: { message: 'Route POST:/api/v1/api/v1/mcp/voice-one-agents/agent-1/map-customer not found', error: 'Not Found', statusCode: 404 } });
+    const error = await failure(client().mapAgent('voice-one', 'agent-1', { customerId: 'x', profitMultiplier: 1 }));
+    expect(error).not.toBeInstanceOf(AgentNotFoundError);
+    expect(error.hint).toMatch(/SERVICE_PARTNER_API_URL/);
+  });
+
+  test('the API JSON 404 speaking of the agent, in other words, is 12', async () => {
+    standin.failNext({ status: 404, body: { errors: [{ detail: 'No imported agent with that id in this account' }] } });
+    const error = await failure(client().mapAgent('voice-one', 'agent-9', { customerId: 'x', profitMultiplier: 1 }));
+    expect(error).toBeInstanceOf(AgentNotFoundError);
+    expect(error.message).toContain('No imported agent with that id in this account');
+  });
+
+  test('another 4xx: the generic code, the message verbatim, and no advice that may be false', async () => {
+    const said = 'profitMultiplier  exceeds the   partner cap (3.0)';
+    standin.failNext({ status: 422, body: { error: { message: said } } });
+    const error = await failure(client().mapAgent('voice-one', 'agent-1', { customerId: 'x', profitMultiplier: 9 }));
+    expect(error.exitCode).toBe(1);
+    expect(error.message).toBe(`map-agent: the partner API refused the request with HTTP 422: ${said}`);
+    expect(error.hint).toBeUndefined();
+  });
+
+  test.each([
+    [403, 'Maximum of 5 members reached for this customer'],
+    [422, 'This team cannot have more members: limit is 2'],
+    [409, 'maxTeamMembers exceeded'],
+  ])('add-member %i "%s" speaks of a member limit: 13', async (status, message) => {
+    const { id } = await client().onboard(customer());
+    standin.failNext({ status, body: { message }, path: /team-members/ });
+    const error = await failure(client().addTeamMember(id, { email: 'bo@example.com', name: 'Bo', role: 'member' }));
+    expect(error).toBeInstanceOf(TeamLimitError);
+    expect(error.message).toContain(message);
+  });
+
+  test.each([
+    [403, 'forbidden for this key'],
+    [400, 'role must be one of: member, admin'],
+  ])('add-member %i "%s" is not a member limit: exit 1', async (status, message) => {
+    const { id } = await client().onboard(customer());
+    standin.failNext({ status, body: { message }, path: /team-members/ });
+    const error = await failure(client().addTeamMember(id, { email: 'bo@example.com', name: 'Bo', role: 'member' }));
+    expect(error.exitCode).toBe(1);
+    expect(error.message).toContain(message);
+  });
+
+  test.each([
+    [409, 'A customer with this e-mail is already registered', 10],
+    [400, 'duplicate request id', 1],
+    [400, 'companyName already exists in another account', 1],
+  ])('onboarding %i "%s" -> exit %i', async (status, message, code) => {
+    standin.failNext({ status, body: { message } });
+    expect((await failure(client().onboard(customer()))).exitCode).toBe(code);
   });
 });
 
@@ -336,6 +462,14 @@ describe('API key (SPEC 5.1)', () => {
     ).toThrow(/\/nope: ENOENT/);
   });
 });
+
+async function waitFor(condition: () => boolean, what: string, budgetMs = 30_000): Promise<void> {
+  const deadline = Date.now() + budgetMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`gave up after ${budgetMs / 1000} s waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
 
 async function freePort(): Promise<number> {
   const server = net.createServer();

@@ -63,6 +63,39 @@ describe('the written config passes the pinned OpenClaw validator', () => {
     expect((await validateFile(configPath)).exitCode).toBe(0);
   }, 5 * 60_000);
 
+  it('prompt 1 is the display name: written where the UI shows it, validated, and a new name restarts the gateway once', async () => {
+    const sb = await makeSandbox();
+    sandboxes.push(sb);
+    const configPath = path.join(sb.root, 'root/.openclaw/openclaw.json');
+    const first = await sb.install(FIRST_INSTALL.args, { ...FIRST_INSTALL.env, ...realValidator() });
+    expect(first.exitCode, String(first.stderr)).toBe(0);
+    let cfg = JSON.parse(fs.readFileSync(configPath, 'utf8'));
+    expect(cfg.agents.entries.main).toEqual({ name: 'Acme Dental GmbH', identity: { name: 'Acme Dental GmbH' } });
+    // The heartbeat runs internal-only at the least cost (issue 18 item 3).
+    expect(cfg.agents.defaults.heartbeat).toEqual({ every: '30m', target: 'none', lightContext: true, isolatedSession: true });
+    expect((await validateFile(configPath)).exitCode).toBe(0);
+
+    // The owner adds an emoji; a re-run with a new name keeps it and restarts once.
+    cfg.agents.entries.main.identity.emoji = '🦷';
+    fs.writeFileSync(configPath, JSON.stringify(cfg, null, 2), { mode: 0o600 });
+    sb.clearCalls();
+    const renamed = await sb.install(['--customer-name', 'Beta Clinic', '--non-interactive', '--json'], realValidator());
+    expect(renamed.exitCode, String(renamed.stderr)).toBe(0);
+    const steps = JSON.parse(String(renamed.stdout)).steps as Array<{ id: string; status: string }>;
+    expect(steps.find((s) => s.id === 'runtime-config')!.status).toBe('changed');
+    cfg = JSON.parse(fs.readFileSync(configPath, 'utf8'));
+    expect(cfg.agents.entries.main).toEqual({ name: 'Beta Clinic', identity: { name: 'Beta Clinic', emoji: '🦷' } });
+    expect((await validateFile(configPath)).exitCode).toBe(0);
+    expect(sb.calls('systemctl').filter((c) => c.args.includes('restart'))).toHaveLength(1);
+    expect(JSON.parse(sb.read('var/lib/service-deploy/answers.json')!).customerName).toBe('Beta Clinic');
+
+    // The same name again: nothing changes, nothing restarts.
+    sb.clearCalls();
+    const again = await sb.install(['--non-interactive', '--json'], realValidator());
+    expect(JSON.parse(String(again.stdout)).steps.find((s: { id: string }) => s.id === 'runtime-config').status).toBe('ok');
+    expect(sb.calls('systemctl').filter((c) => c.args.includes('restart'))).toHaveLength(0);
+  }, 5 * 60_000);
+
   it('the real validator refuses a broken candidate and the install keeps the old file', async () => {
     const sb = await makeSandbox();
     sandboxes.push(sb);

@@ -5,8 +5,11 @@
 # sleeps, so a test can kill the install at that point.
 standin_record() {
   name="$1"; shift
-  { printf '%s' "$name"; for a in "$@"; do printf '\037%s' "$a"; done; printf '\n'; } >>"$STANDIN_LOG"
-  if [ -n "${STANDIN_HANG_AT:-}" ] && [ "$(wc -l <"$STANDIN_LOG")" -eq "$STANDIN_HANG_AT" ]; then
+  # Append and count under one lock: calls made in parallel (the install's read-only
+  # checks run together) each get their own line number, so STANDIN_HANG_AT=N always
+  # finds its Nth call.
+  line=$({ flock 9; { printf '%s' "$name"; for a in "$@"; do printf '\037%s' "$a"; done; printf '\n'; } >>"$STANDIN_LOG"; wc -l <"$STANDIN_LOG"; } 9>>"$STANDIN_LOG.lock")
+  if [ -n "${STANDIN_HANG_AT:-}" ] && [ "$line" -eq "$STANDIN_HANG_AT" ]; then
     echo "$name $$" >"$STANDIN_STATE/hanging"
     exec sleep 60
   fi

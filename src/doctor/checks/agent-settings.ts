@@ -1,0 +1,23 @@
+import { LAYOUT } from '../../layout.js';
+import { enforceManagedAgent } from '../../guard/managed.js';
+import { fail, pass, type Check } from '../types.js';
+import { listDrift } from './routing-shared.js';
+
+/** The display name (prompt 1) and the heartbeat as the install sets them (issue 18 items 1, 3). */
+export const agentSettingsCheck: Check = {
+  id: 'agent-settings',
+  title: 'Agent display name and heartbeat',
+  async run(ctx) {
+    const [answers, { config, problem }] = await Promise.all([ctx.answers(), ctx.runtimeConfig()]);
+    if (!answers) return fail(`no stored answers (${LAYOUT.answersFile}): the customer name is unknown`, 'run `service-deploy install`', { commands: ['service-deploy install'] });
+    if (!config) return fail(problem ?? `${LAYOUT.runtimeConfig} is unreadable`, 'run `service-deploy install` to write the runtime config', { commands: ['service-deploy install'] });
+    const { restorations } = enforceManagedAgent(config, answers);
+    if (restorations.length === 0) return pass(`"${answers.customerName}"; heartbeat every 30m, internal-only, light, isolated`);
+    const heartbeat = restorations.some((r) => r.what.includes('heartbeat'));
+    return fail(
+      `${listDrift(restorations)}${heartbeat ? ' (with another heartbeat target the runs are skipped: this server has no messaging channel)' : ''}`,
+      'put the managed settings back: the guard does it and restarts the gateway once (a new name: re-run the install with --customer-name)',
+      { commands: ['service-deploy doctor --fix', 'bash /usr/local/bin/service-guard.sh'], action: 'guard' },
+    );
+  },
+};
