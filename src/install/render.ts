@@ -54,7 +54,7 @@ export async function runRender(request: RenderRequest): Promise<void> {
         request.file === 'channel-env'
           ? channelEnvContent(secrets)
           : request.file === 'nginx'
-            ? renderNginxSite({ ...PRODUCTION_SITE, knock: secrets.knock })
+            ? renderNginxSite({ ...PRODUCTION_SITE, knock: secrets.knock, edge: secrets.edge, allow: secrets.allow })
             : channelDropInContent();
       break;
     }

@@ -25,6 +25,7 @@ export const OPS_ANSWERS = {
 export const CHANNEL = {
   token: 'chan_tok_Zq8v3Xy7Lm2Np5Rs9Tu4Wv6Xy',
   knock: 'knock_Hj3Kl5Mn7Pq9Rs2Tu4Vw6Xy8Z',
+  edge: 'edge_Bc4Df6Gh8Jk2Lm4Np6Qr8St0V',
 };
 
 const STANDINS = path.join(REPO, 'test/helpers/standins');
@@ -86,7 +87,7 @@ export async function makeHealthySandbox(options: { channel?: boolean } = {}): P
     const { cert, key } = testCertificate();
     write(LAYOUT.tlsCert, cert, 0o644);
     write(LAYOUT.tlsKey, key, 0o600);
-    write(LAYOUT.nginxSite, renderNginxSite({ ...PRODUCTION_SITE, knock: CHANNEL.knock }), 0o600);
+    write(LAYOUT.nginxSite, renderNginxSite({ ...PRODUCTION_SITE, knock: CHANNEL.knock, edge: CHANNEL.edge, allow: [] }), 0o600);
   }
   const state = (name: string, content = '') => fs.writeFileSync(path.join(sb.state, name), content);
   state('dpkg-installed', 'tailscale\n');
