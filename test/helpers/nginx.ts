@@ -233,3 +233,52 @@ function dechunk(text: string): string {
     rest = rest.slice(eol + 2 + size + 2);
   }
 }
+
+export interface Exchange {
+  /** Every application byte the server sent (after the TLS handshake). */
+  bytes: Buffer;
+  text: string;
+  status?: number;
+  /** How it ended: the server closed (or reset) the connection, or our wait ran out. */
+  end: 'closed' | 'timeout' | 'tls-error';
+  ms: number;
+}
+
+/**
+ * Sends `data` exactly as given (over TLS unless `plain`) and collects the answer until
+ * the server closes the connection or `waitMs` passes. For malformed and hostile
+ * requests rawRequest() cannot write.
+ */
+export function rawExchange(options: { port: number; host?: string; localAddress?: string; data: string | Buffer | Array<string | Buffer>; plain?: boolean; waitMs?: number; pauseMs?: number }): Promise<Exchange> {
+  return new Promise((resolve) => {
+    const started = Date.now();
+    const chunks: Buffer[] = [];
+    const parts = Array.isArray(options.data) ? options.data : [options.data];
+    let done = false;
+    const finish = (end: Exchange['end']) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      socket.destroy();
+      const bytes = Buffer.concat(chunks);
+      const text = bytes.toString('latin1');
+      const status = /^HTTP\/1\.[01] (\d{3})/.exec(text)?.[1];
+      resolve({ bytes, text, status: status ? Number(status) : undefined, end, ms: Date.now() - started });
+    };
+    const send = async () => {
+      for (const [i, part] of parts.entries()) {
+        if (i > 0 && options.pauseMs) await new Promise((r) => setTimeout(r, options.pauseMs));
+        if (socket.destroyed) return;
+        socket.write(part);
+      }
+    };
+    const base = { host: options.host ?? '127.0.0.1', port: options.port, ...(options.localAddress ? { localAddress: options.localAddress } : {}) };
+    const socket: net.Socket = options.plain
+      ? net.connect(base, () => void send())
+      : tls.connect({ ...base, rejectUnauthorized: false, servername: 'localhost' }, () => void send());
+    const timer = setTimeout(() => finish('timeout'), options.waitMs ?? 5000);
+    socket.on('data', (d: Buffer) => chunks.push(d));
+    socket.on('error', (error: NodeJS.ErrnoException) => finish(error.code === 'ECONNRESET' || error.code === 'EPIPE' ? 'closed' : 'tls-error'));
+    socket.on('close', () => finish('closed'));
+  });
+}
