@@ -71,6 +71,16 @@ export const FIX_ACTIONS: readonly FixAction[] = [
     },
   },
   {
+    id: 'channel-limits',
+    title: 'load the channel port\'s connection limits again (nft -f through their unit) and enable the unit',
+    async run({ host }) {
+      const unit = LAYOUT.channelFirewallUnit;
+      await host.services.enable('system', unit);
+      const action = (await host.services.isActive('system', unit)) ? 'reload' : 'start';
+      await host.exec.run('systemctl', [action, unit], { timeoutMs: 60_000 });
+    },
+  },
+  {
     id: 'gateway-restart',
     title: 'enable linger, reload the user units and restart the gateway',
     async run(ctx) {

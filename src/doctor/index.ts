@@ -2,6 +2,8 @@ import type { Check } from './types.js';
 import { agentRuntimeCheck } from './checks/agent-runtime.js';
 import { channelDropInCheck } from './checks/channel-drop-in.js';
 import { channelEnvCheck } from './checks/channel-env.js';
+import { channelLimitsCheck } from './checks/channel-limits.js';
+import { channelPortCheck } from './checks/channel-port.js';
 import { configValidCheck } from './checks/config-valid.js';
 import { devicesCheck } from './checks/devices.js';
 import { diskCheck } from './checks/disk.js';
@@ -35,6 +37,8 @@ export const CHECKS: readonly Check[] = [
   nginxCheck,
   nginxLimitConnCheck,
   tlsCertCheck,
+  channelLimitsCheck,
+  channelPortCheck,
   guardCronCheck,
   meshCheck,
   devicesCheck,

@@ -123,7 +123,7 @@ describe('doctor after a real install (the same checks serve install and doctor)
       const out = JSON.parse(String(run.stdout));
       const notPass = Object.fromEntries(out.checks.filter((c: { status: string }) => c.status !== 'pass').map((c: { id: string; status: string }) => [c.id, c.status]));
       // The sandbox has no listeners (ss-output) and the stand-in gateway has no real pid; nothing else may differ.
-      expect(notPass).toEqual({ 'channel-env': 'skip', 'channel-drop-in': 'skip', nginx: 'skip', 'nginx-limit-conn': 'skip', 'tls-cert': 'skip' });
+      expect(notPass).toEqual({ 'channel-env': 'skip', 'channel-drop-in': 'skip', nginx: 'skip', 'nginx-limit-conn': 'skip', 'tls-cert': 'skip', 'channel-limits': 'skip', 'channel-port': 'skip' });
     } finally {
       await plain.close();
     }
