@@ -1,3 +1,3 @@
 /** The files `service-deploy render` prints. Apart from render.ts so the CLI can list them without loading the install. */
-export const RENDER_TARGETS = ['runtime-config', 'unit', 'guard-script', 'cron', 'channel-env', 'nginx', 'dropin'] as const;
+export const RENDER_TARGETS = ['runtime-config', 'unit', 'guard-script', 'cron', 'channel-env', 'nginx', 'dropin', 'firewall'] as const;
 export type RenderTarget = (typeof RENDER_TARGETS)[number];

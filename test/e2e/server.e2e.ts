@@ -11,6 +11,7 @@ import { cleanupTempDirs } from '../helpers/tmp.js';
 import { E2E_CACHE } from './artifacts.js';
 import { CHANNEL_PORT, GATEWAY_PORT, GATEWAY_UNIT, World, channelPost, log, seconds, timeSplit, type InstallRun } from './harness.js';
 import { filesWithSecrets, scanWorldReadable } from './secrets.js';
+import { doctorWarnsLimits, limitsSkippedInContainer, meshPathRefusedEdgePathWorks } from './channel-edge.js';
 
 const components = JSON.parse(fs.readFileSync(path.join(REPO, 'templates/components.json'), 'utf8'));
 const profile = JSON.parse(fs.readFileSync(path.join(REPO, 'templates/service-profile.json'), 'utf8'));
@@ -119,6 +120,7 @@ describe.sequential('a partner deploys and operates the agent on a real server (
     expect(knock.length).toBeGreaterThanOrEqual(16);
     world.secrets.channelToken = token;
     world.secrets.channelKnock = knock;
+    report.channelLimits = limitsSkippedInContainer(fresh);
   });
 
   step('2. gateway user service active with the drop-in variables; /healthz; nginx on 18790; cron entry; mesh client', 3 * 60_000, async () => {
@@ -167,7 +169,7 @@ test -f /root/.config/systemd/user/${GATEWAY_UNIT}.d/service-env.conf && echo "o
     expect(await filesWithSecrets(c, world.secrets, LOGS)).toEqual([]);
   });
 
-  step('3. signed chat through nginx gets the stand-in model reply; wrong knock -> no response; 11th request in a minute -> 429', 5 * 60_000, async () => {
+  step('3. signed chat through nginx gets the stand-in model reply; wrong knock -> no response; 11th request in a minute -> 429; straight to the gateway (the mesh side) the route is absent', 5 * 60_000, async () => {
     const answer = await chat('hello from the e2e');
     expect(answer.model).toBe(`${PROVIDER}/${DEFAULT_MODEL}`);
     expect(answer.reply).toContain(`STAND-IN REPLY from ${DEFAULT_MODEL}`);
@@ -192,6 +194,7 @@ test -f /root/.config/systemd/user/${GATEWAY_UNIT}.d/service-env.conf && echo "o
     expect(statuses.slice(0, 10)).toEqual(Array(10).fill(401));
     expect(statuses[10]).toBe(429);
     report.rateLimit = statuses;
+    report.edgePaths = await meshPathRefusedEdgePathWorks(world);
   });
 
   step('4. re-run with the same answers: 0 changed, gateway not restarted', 5 * 60_000, async () => {
@@ -264,6 +267,7 @@ systemctl restart nginx || true`);
     expect(os.status).toBe('warn');
     const whole = await world.deploy('doctor --json');
     expect(whole.exitCode, JSON.stringify(failing(whole.json))).toBe(0);
+    doctorWarnsLimits(whole.json);
     report.doctorAfterFix = after.json.summary;
     expect(await c.ok(`test -f /root/.config/systemd/user/${GATEWAY_UNIT}.d/service-env.conf && grep -c 'limit_conn service_cn 3;' /etc/nginx/conf.d/service-channel.conf`)).toBe('1\n');
     const answer = await chat('still there after the repairs?');
