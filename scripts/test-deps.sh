@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the tests use (real nginx, openssl, shellcheck, a strip
 # for the arm64 build and qemu with arm64 libraries to run it, python3 for fcntl lock
-# holders and the pty driver), when missing. Idempotent.
+# holders and the pty driver, nftables for the channel's firewall table, loaded only in
+# network namespaces the tests make), when missing. Idempotent.
 set -euo pipefail
-packages=(nginx openssl shellcheck binutils-aarch64-linux-gnu qemu-user-static libc6-arm64-cross libstdc++6-arm64-cross python3 file curl)
+packages=(nginx openssl shellcheck binutils-aarch64-linux-gnu qemu-user-static libc6-arm64-cross libstdc++6-arm64-cross python3 file curl nftables)
 missing=()
 for pkg in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")

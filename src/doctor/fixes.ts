@@ -72,12 +72,13 @@ export const FIX_ACTIONS: readonly FixAction[] = [
   },
   {
     id: 'channel-limits',
-    title: 'load the channel port\'s connection limits again (nft -f through their unit) and enable the unit',
+    title: 'load the channel port\'s connection limits again (nft -f of their file) and enable their unit',
     async run({ host }) {
       const unit = LAYOUT.channelFirewallUnit;
+      // The file replaces the table in one transaction; the unit loads it at boot.
+      await host.exec.run('nft', ['-f', host.paths.real(LAYOUT.channelFirewallRules)], { timeoutMs: 30_000 });
       await host.services.enable('system', unit);
-      const action = (await host.services.isActive('system', unit)) ? 'reload' : 'start';
-      await host.exec.run('systemctl', [action, unit], { timeoutMs: 60_000 });
+      if (!(await host.services.isActive('system', unit))) await host.exec.run('systemctl', ['start', unit], { timeoutMs: 60_000 });
     },
   },
   {

@@ -33,12 +33,12 @@ export const channelLimitsCheck: Check = {
     const want = markerIn(rules);
     if (loaded === undefined) {
       return fail(`the table inet ${FIREWALL_TABLE} is not loaded (flushed by \`nft flush ruleset\` or another firewall tool?): ${WITHOUT}`, `load it again from ${LAYOUT.channelFirewallRules}`, {
-        commands: [`systemctl restart ${LAYOUT.channelFirewallUnit}`],
+        commands: [`nft -f ${LAYOUT.channelFirewallRules}`],
         action: 'channel-limits',
       });
     }
     if (loaded !== want) {
-      return warn(`the loaded table inet ${FIREWALL_TABLE} is not the one in ${LAYOUT.channelFirewallRules}`, 'load the file again', { commands: [`systemctl reload ${LAYOUT.channelFirewallUnit}`], action: 'channel-limits' });
+      return warn(`the loaded table inet ${FIREWALL_TABLE} is not the one in ${LAYOUT.channelFirewallRules}`, 'load the file again', { commands: [`nft -f ${LAYOUT.channelFirewallRules}`], action: 'channel-limits' });
     }
     if (!enabled) {
       return warn(`${LAYOUT.channelFirewallUnit} is not enabled: the limits are gone after the next reboot`, 'enable it', { commands: [`systemctl enable ${LAYOUT.channelFirewallUnit}`], action: 'channel-limits' });
