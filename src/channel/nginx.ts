@@ -50,7 +50,8 @@ export function renderNginxSite(values: NginxSiteValues): string {
   for (const cidr of allow) {
     if (!/^[0-9a-f.:]+\/\d{1,3}$/.test(cidr.text)) throw new Error(`internal: allow list entry ${cidr.text} is not canonical`);
   }
-  const allowGeo = allow.length === 0 ? '    default 1;' : ['    default 0;', ...allow.map((c) => `    ${c.text} 1;`)].join('\n');
+  // Loopback stays allowed (the server's own `service-deploy chat`; nftables exempts it too).
+  const allowGeo = allow.length === 0 ? '    default 1;' : ['    default 0;', '    127.0.0.0/8 1;', '    ::1/128 1;', ...allow.map((c) => `    ${c.text} 1;`)].join('\n');
   return renderTemplate('service-channel.nginx.conf', { ...rest, allowGeo });
 }
 

@@ -2,7 +2,6 @@ import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseAllowList } from '../../src/channel/allow.js';
 import { renderNginxSite } from '../../src/channel/nginx.js';
 import { CHANNEL_PATH, newSecret, signRequest } from '../../src/channel/protocol.js';
 import { pluginFiles } from '../../src/steps/channel.js';
@@ -26,7 +25,6 @@ const edge = newSecret();
 let provider: FakeProvider;
 let gateway: RunningGateway;
 let nginx: RunningNginx;
-let allowNginx: RunningNginx;
 let ca: TestCa;
 let port = 0;
 let logDir = '';
@@ -79,17 +77,13 @@ beforeAll(async () => {
   ca = makeTestCa();
   logDir = tempDir('sd-edge-logs-');
   port = await freePort();
-  const site = (listen: string, allow: string, name: string) =>
-    renderNginxSite({ listen, upstream: `127.0.0.1:${gateway.port}`, cert: ca.certFile, key: ca.keyFile, knock, edge, allow: allow ? parseAllowList(allow) : [], errorLog: path.join(logDir, `${name}-error.log`), accessLog: path.join(logDir, `${name}-access.log`) });
-  nginx = await startNginx(site(`127.0.0.1:${port}`, '', 'site'), port);
-  const allowPort = await freePort();
-  // The same site with --channel-allow 127.0.0.40, in a second nginx.
-  allowNginx = await startNginx(site(`127.0.0.1:${allowPort}`, '127.0.0.40', 'allow'), allowPort);
+  const site = (listen: string, name: string) =>
+    renderNginxSite({ listen, upstream: `127.0.0.1:${gateway.port}`, cert: ca.certFile, key: ca.keyFile, knock, edge, allow: [], errorLog: path.join(logDir, `${name}-error.log`), accessLog: path.join(logDir, `${name}-access.log`) });
+  nginx = await startNginx(site(`127.0.0.1:${port}`, 'site'), port);
 }, 360_000);
 
 afterAll(async () => {
   await nginx?.stop();
-  await allowNginx?.stop();
   await gateway?.stop();
   await provider?.close();
 }, 60_000);
@@ -437,20 +431,10 @@ describe('the edge: nginx (rendered site) + the real gateway with the plugin', (
     expect(statuses.every((s) => s === 200 || s === 429)).toBe(true);
   }, 300_000);
 
-  // ---------------------------------------------------------- K. allow list in nginx
-
-  it('K. --channel-allow in nginx (where nftables cannot apply): another address gets nothing even with the knock; the listed one is served', async () => {
-    const allowPort = allowNginx.port;
-    expectClosed(await send(request(POST, withKnock(), '{}'), { port: allowPort, localAddress: '127.0.0.41' }), 'not listed');
-    const answer = json(await send(request(POST, withKnock(), '{}'), { port: allowPort, localAddress: '127.0.0.40' }));
-    expect(answer.status).toBe(401);
-    expect(answer.code).toBe('unauthorized');
-  });
-
   // ---------------------------------------------------------- logs
 
   it('nginx (site, access and error logs) and the gateway never logged the token, the knock or the edge secret', () => {
-    const logs = fs.readdirSync(logDir).map((f) => fs.readFileSync(path.join(logDir, f), 'utf8')).join('\n') + nginx.logs() + allowNginx.logs();
+    const logs = fs.readdirSync(logDir).map((f) => fs.readFileSync(path.join(logDir, f), 'utf8')).join('\n') + nginx.logs();
     expect(logs.length).toBeGreaterThan(0);
     for (const [name, secret] of Object.entries({ token, knock, edge })) {
       expect(logs.includes(secret), `${name} in the nginx logs`).toBe(false);

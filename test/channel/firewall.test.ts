@@ -99,7 +99,7 @@ async function establishedFrom(address: string): Promise<number> {
 describe.skipIf(unavailable)(`channel firewall in network namespaces (${unavailable ?? 'nftables + real nginx'})`, () => {
   beforeAll(async () => {
     work = tempDir('sd-fw-');
-    lab = await netnsLab(8);
+    lab = await netnsLab(10);
     upstream = await startPluginUpstream({ token, edge, socket: true });
     const ca = makeTestCa();
     const site = renderNginxSite({ listen: `${lab.serverAddress}:${PORT}`, upstream: upstream.upstream, cert: ca.certFile, key: ca.keyFile, knock, edge, allow: [], errorLog: path.join(work, 'site-error.log'), accessLog: path.join(work, 'site-access.log') });
@@ -189,6 +189,23 @@ describe.skipIf(unavailable)(`channel firewall in network namespaces (${unavaila
       expect((await chat(other!)).status).toBe(200);
     } finally {
       await unloadRules();
+    }
+  }, 60_000);
+
+  it('--channel-allow in nginx alone (where nftables cannot be used): another address gets the TLS handshake and then nothing, with the knock even; the listed one is served', async () => {
+    const [, , , , , , , , listed, stranger] = lab.clientAddresses;
+    const ca = makeTestCa();
+    const site = renderNginxSite({ listen: `${lab.serverAddress}:${PORT + 1}`, upstream: upstream.upstream, cert: ca.certFile, key: ca.keyFile, knock, edge, allow: parseAllowList(`${listed}`), errorLog: path.join(work, 'allow-error.log'), accessLog: path.join(work, 'allow-access.log') });
+    const allowNginx = await startNginx(site, PORT + 1, { netns: lab.server, host: lab.serverAddress });
+    try {
+      const closed = await once('raw', { port: PORT + 1, localAddress: stranger, request: `POST ${CHANNEL_PATH} HTTP/1.1\r\nHost: x\r\nX-Service-Gateway: ${knock}\r\nContent-Length: 2\r\n\r\n{}` });
+      // Closed (a FIN, or a reset when nginx closes with the request still unread): never a byte.
+      expect([undefined, 'ECONNRESET']).toContain(closed.error);
+      expect(closed.bytes).toBe(0);
+      const body = JSON.stringify({ message: 'listed' });
+      expect((await once('chat', { port: PORT + 1, localAddress: listed, body, headers: { 'x-service-gateway': knock, ...signRequest({ token, body }) } })).status).toBe(200);
+    } finally {
+      await allowNginx.stop();
     }
   }, 60_000);
 

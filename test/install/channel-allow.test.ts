@@ -28,7 +28,7 @@ describe('install --channel-allow', () => {
     const first = await sb.install([...FIRST_INSTALL.args, '--catalog', '--channel-allow', '203.0.113.7, 198.51.100.0/24'], FIRST_INSTALL.env);
     expect(first.exitCode, String(first.stderr)).toBe(0);
     expect(sb.read(ENV)).toMatch(/^SERVICE_CHANNEL_ALLOW=198\.51\.100\.0\/24,203\.0\.113\.7\/32$/m);
-    expect(sb.read(SITE)).toMatch(/^\s*default 0;\n\s*198\.51\.100\.0\/24 1;\n\s*203\.0\.113\.7\/32 1;$/m);
+    expect(sb.read(SITE)).toMatch(/^\s*default 0;\n\s*127\.0\.0\.0\/8 1;\n\s*::1\/128 1;\n\s*198\.51\.100\.0\/24 1;\n\s*203\.0\.113\.7\/32 1;$/m);
     expect(sb.read(RULES)).toContain('elements = { 198.51.100.0/24, 203.0.113.7/32 }');
     expect(fs.readFileSync(path.join(sb.state, 'nft-table'), 'utf8')).toBe(sb.read(RULES));
 
