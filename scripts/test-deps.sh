@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the tests use (real nginx, openssl, shellcheck, a strip
 # for the arm64 build and qemu with arm64 libraries to run it, python3 for fcntl lock
-# holders and the pty driver), when missing. Idempotent.
+# holders and the pty driver, nftables for the channel's firewall table, loaded only in
+# network namespaces the tests make), when missing. Idempotent.
 # Waits (up to 5 minutes, TEST_DEPS_LOCK_WAIT_S) for another apt/dpkg holding the
 # package manager, saying who holds it. TEST_DEPS_PACKAGES and TEST_DEPS_LOCKS replace
 # the package list and the lock files (for the script's own test).
 set -euo pipefail
-read -r -a packages <<<"${TEST_DEPS_PACKAGES:-nginx openssl shellcheck binutils-aarch64-linux-gnu qemu-user-static libc6-arm64-cross libstdc++6-arm64-cross python3 file curl}"
+read -r -a packages <<<"${TEST_DEPS_PACKAGES:-nginx openssl shellcheck binutils-aarch64-linux-gnu qemu-user-static libc6-arm64-cross libstdc++6-arm64-cross python3 file curl nftables}"
 read -r -a locks <<<"${TEST_DEPS_LOCKS:-/var/lib/dpkg/lock-frontend /var/lib/dpkg/lock /var/lib/apt/lists/lock /var/cache/apt/archives/lock}"
 missing=()
 for pkg in "${packages[@]}"; do

@@ -58,6 +58,11 @@ export const LAYOUT = {
   tlsDir: '/etc/service-deploy/tls',
   tlsCert: '/etc/service-deploy/tls/channel.crt',
   tlsKey: '/etc/service-deploy/tls/channel.key',
+  channelFirewallRules: '/etc/service-deploy/channel-firewall.nft',
+  channelFirewallUnit: 'service-channel-firewall.service',
+  channelFirewallUnitFile: '/etc/systemd/system/service-channel-firewall.service',
+  /** What the install opened in ufw/firewalld for the channel port (reset closes exactly that). */
+  channelPortState: '/var/lib/service-deploy/channel-port.json',
 
   guardScript: '/usr/local/bin/service-guard.sh',
   guardCron: '/etc/cron.d/service-guard',

@@ -2,17 +2,33 @@
 // partner portal. Managed by service-deploy; the protocol is docs/channel-protocol.md
 // in its repository. Plain JS, no dependencies beyond Node and the OpenClaw runtime.
 //
-// Auth is the plugin's own (auth: "plugin"): bearer token + HMAC-signed timestamp and
-// nonce. The agent turn runs through api.runtime.agent.runEmbeddedAgent, which needs
-// no gateway operator scope (subagent.* would, and plugin-auth routes have none).
+// The route answers only requests that came through the edge (nginx on 18790 adds the
+// per-install edge secret; anything else, such as the mesh's `tailscale serve` straight
+// to the gateway, is handed back to the gateway as if the route did not exist). Auth is
+// the plugin's own (auth: "plugin"): bearer token + HMAC-signed timestamp and nonce.
+// The agent turn runs through api.runtime.agent.runEmbeddedAgent, which needs no
+// gateway operator scope (subagent.* would, and plugin-auth routes have none).
 import { randomUUID } from "node:crypto";
+import net from "node:net";
 import path from "node:path";
-import { CHANNEL_PATH, HEADER, MAX_BODY_BYTES, REPLAY_WINDOW_SECONDS, parseChannelRequest, safeEqual, verifyRequest } from "./protocol.js";
+import {
+  CHANNEL_PATH,
+  HEADER,
+  MAX_BODY_BYTES,
+  RATE_LIMIT_REQUESTS,
+  RATE_WINDOW_SECONDS,
+  REPLAY_WINDOW_SECONDS,
+  parseChannelRequest,
+  safeEqual,
+  verifyRequest,
+} from "./protocol.js";
 import { NonceStore } from "./nonce-store.js";
 
 const PLUGIN_ID = "service-channel";
 const AGENT_ID = "main";
 const TURN_TIMEOUT_MS = 240000;
+// nginx's internal location that closes the connection without a response (444).
+export const CLOSE_URI = "/.service-channel/close";
 
 function sendJson(res, status, value, headers = {}) {
   if (res.headersSent) return true;
@@ -27,6 +43,23 @@ function sendJson(res, status, value, headers = {}) {
 function sendError(res, status, code, message, headers = {}) {
   if (status === 401) headers = { "www-authenticate": 'Bearer realm="service-channel"', ...headers };
   return sendJson(res, status, { error: { code, message } }, headers);
+}
+
+// Asks nginx to close the client's connection without a response (like a wrong knock).
+function close(res) {
+  if (res.headersSent) return true;
+  res.statusCode = 204;
+  res.setHeader("x-accel-redirect", CLOSE_URI);
+  res.end();
+  return true;
+}
+
+// The values of one header as sent, however many lines carried it.
+function headerLines(req, name) {
+  const out = [];
+  const raw = req.rawHeaders ?? [];
+  for (let i = 0; i + 1 < raw.length; i += 2) if (raw[i].toLowerCase() === name) out.push(raw[i + 1]);
+  return out;
 }
 
 class TooLarge extends Error {}
@@ -56,32 +89,62 @@ function replyText(result) {
   return visible.map((p) => p.text).join("\n\n");
 }
 
-function modelName(result, config) {
-  const meta = result.meta?.agentMeta;
-  if (meta?.provider && meta?.model) return `${meta.provider}/${meta.model}`;
+// `<provider>/<model id>` (spec 2.4): what the turn reports, else the configured model.
+export function modelName(result, config) {
+  const providers = Object.keys(config?.models?.providers ?? {});
+  const single = providers.length === 1 ? providers[0] : undefined;
+  const meta = result?.meta?.agentMeta;
+  if (meta?.model) {
+    if (meta.provider) return `${meta.provider}/${meta.model}`;
+    if (single) return `${single}/${meta.model}`;
+  }
   const configured = config?.agents?.defaults?.model;
-  return typeof configured === "string" ? configured : configured?.primary ?? "unknown";
+  const primary = typeof configured === "string" ? configured : configured?.primary;
+  if (typeof primary === "string" && primary !== "") {
+    if (primary.includes("/")) return primary;
+    if (single) return `${single}/${primary}`;
+  }
+  const first = single ? config.models.providers[single]?.models?.[0]?.id : undefined;
+  return first ? `${single}/${first}` : undefined;
 }
 
+// The client address nginx wrote (X-Real-IP; the edge secret proved the request came
+// through nginx, which replaces any copy a client sends).
 function clientOf(req) {
-  const forwarded = req.headers["x-real-ip"];
-  return typeof forwarded === "string" ? forwarded : req.socket?.remoteAddress ?? "?";
+  const lines = headerLines(req, "x-real-ip");
+  if (lines.length === 1 && net.isIP(lines[0])) return lines[0];
+  return req.socket?.remoteAddress ?? "?";
 }
 
-export function createHandler(api, nonces, clock = () => Date.now()) {
+export function createHandler(api, store, options = {}) {
   const log = api.logger ?? console;
+  const clock = options.clock ?? (() => Date.now());
+  const env = options.env ?? process.env;
   return async function handle(req, res) {
     try {
+      const edge = env.SERVICE_CHANNEL_EDGE;
+      const token = env.SERVICE_CHANNEL_TOKEN;
+      if (!edge) {
+        log.warn?.(`${PLUGIN_ID}: SERVICE_CHANNEL_EDGE is not set in the gateway's environment (drop-in service-env.conf missing or gateway not restarted)`);
+        return sendError(res, 503, "misconfigured", "the channel is not configured on this server (SERVICE_CHANNEL_EDGE is not set in the gateway)");
+      }
+      // The edge: exactly one X-Service-Edge line, equal to the secret nginx adds. Anything
+      // else did not come through nginx: not ours, the gateway answers as for any path.
+      const edgeLines = headerLines(req, HEADER.edge);
+      if (!safeEqual(edgeLines.length === 1 ? edgeLines[0] : "", edge)) return false;
+      // nginx compared the first X-Service-Gateway line with the knock (nginx up to 1.22
+      // sees only the first one): a second line is a wrong knock.
+      if (headerLines(req, HEADER.knock).length !== 1) return close(res);
       if (req.method !== "POST") return sendError(res, 405, "method_not_allowed", "only POST is allowed", { allow: "POST" });
-      const token = process.env.SERVICE_CHANNEL_TOKEN;
       if (!token) {
         log.warn?.(`${PLUGIN_ID}: SERVICE_CHANNEL_TOKEN is not set in the gateway's environment (drop-in service-env.conf missing or gateway not restarted)`);
         return sendError(res, 503, "misconfigured", "the channel is not configured on this server (SERVICE_CHANNEL_TOKEN is not set in the gateway)");
       }
-      // The bearer token before reading the body: strangers do not get to upload.
-      const auth = typeof req.headers[HEADER.authorization] === "string" ? req.headers[HEADER.authorization] : "";
-      if (!auth.startsWith("Bearer ") || !safeEqual(auth.slice(7), token)) {
-        log.warn?.(`${PLUGIN_ID}: 401 unauthorized from ${clientOf(req)}`);
+      const client = clientOf(req);
+      // The bearer token before the body is parsed or hashed (nginx has already read it).
+      const auth = headerLines(req, HEADER.authorization);
+      if (auth.length !== 1 || !auth[0].startsWith("Bearer ") || !safeEqual(auth[0].slice(7), token)) {
+        log.warn?.(`${PLUGIN_ID}: 401 unauthorized from ${client}`);
         return sendError(res, 401, "unauthorized", "missing or wrong bearer token");
       }
       let body;
@@ -94,22 +157,26 @@ export function createHandler(api, nonces, clock = () => Date.now()) {
       const nowMs = clock();
       const verdict = verifyRequest({ token, method: req.method, path: req.url ?? "", headers: req.headers, body, nowSeconds: nowMs / 1000 });
       if (!verdict.ok) {
-        log.warn?.(`${PLUGIN_ID}: 401 ${verdict.code} from ${clientOf(req)}`);
+        log.warn?.(`${PLUGIN_ID}: 401 ${verdict.code} from ${client}`);
         return sendError(res, 401, verdict.code, verdict.message);
       }
-      let fresh;
+      let admission;
       try {
         // Remembered until the timestamp leaves the window (+1 s for the inclusive bound).
-        fresh = await nonces.accept(verdict.nonce, (verdict.timestamp + REPLAY_WINDOW_SECONDS + 1) * 1000, nowMs);
+        admission = await store.admit({ nonce: verdict.nonce, expiresAtMs: (verdict.timestamp + REPLAY_WINDOW_SECONDS + 1) * 1000, nowMs, client });
       } catch (error) {
-        log.error?.(`${PLUGIN_ID}: nonce store: ${error.message}`);
+        log.error?.(`${PLUGIN_ID}: channel state: ${error.message}`);
         return sendError(res, 503, "misconfigured", "the replay protection store is not writable on this server");
       }
-      if (!fresh) {
-        log.warn?.(`${PLUGIN_ID}: 401 nonce_replayed from ${clientOf(req)}`);
+      if (!admission.ok && admission.reason === "replayed") {
+        log.warn?.(`${PLUGIN_ID}: 401 nonce_replayed from ${client}`);
         return sendError(res, 401, "nonce_replayed", "this nonce was already used");
       }
-      const parsed = parseChannelRequest(body.toString("utf8"));
+      if (!admission.ok) {
+        log.warn?.(`${PLUGIN_ID}: 429 rate_limited for ${client}`);
+        return sendError(res, 429, "rate_limited", `at most ${RATE_LIMIT_REQUESTS} requests in any ${RATE_WINDOW_SECONDS} s per client`, { "retry-after": String(admission.retryAfterSeconds) });
+      }
+      const parsed = parseChannelRequest(body);
       if (!parsed.ok) return sendError(res, 400, "invalid_request", parsed.message);
 
       const config = api.runtime.config.current();
@@ -138,8 +205,13 @@ export function createHandler(api, nonces, clock = () => Date.now()) {
         log.error?.(`${PLUGIN_ID}: agent turn without a reply in session ${sessionId}: ${String(why).slice(0, 300)}`);
         return sendError(res, 503, "agent_unavailable", "the agent could not answer; try again later", { "retry-after": "5" });
       }
+      const model = modelName(result, config);
+      if (!model) {
+        log.error?.(`${PLUGIN_ID}: no model is configured (agents.defaults.model, models.providers)`);
+        return sendError(res, 503, "misconfigured", "no model is configured on this server");
+      }
       log.info?.(`${PLUGIN_ID}: turn ok in session ${sessionId} (${clock() - started} ms)`);
-      return sendJson(res, 200, { reply, sessionId, model: modelName(result, config) });
+      return sendJson(res, 200, { reply, sessionId, model });
     } catch (error) {
       log.error?.(`${PLUGIN_ID}: ${error?.stack ?? error}`);
       return sendError(res, 500, "internal_error", "internal error in the channel plugin");
@@ -150,10 +222,10 @@ export function createHandler(api, nonces, clock = () => Date.now()) {
 export default {
   id: PLUGIN_ID,
   name: "Service Channel",
-  description: "POST /service-channel/chat for the partner portal (bearer + HMAC auth, one agent turn per message)",
+  description: "POST /service-channel/chat for the partner portal (edge-only, bearer + HMAC auth, one agent turn per message)",
   register(api) {
     const stateDir = api.runtime.state?.resolveStateDir?.(process.env) ?? path.join(process.env.OPENCLAW_STATE_DIR ?? path.join(process.env.HOME ?? "/root", ".openclaw"));
-    const nonces = new NonceStore(path.join(stateDir, PLUGIN_ID, "nonces.json"));
-    api.registerHttpRoute({ path: CHANNEL_PATH, auth: "plugin", match: "exact", handler: createHandler(api, nonces) });
+    const store = new NonceStore(path.join(stateDir, PLUGIN_ID, "nonces.json"), { rateLimit: RATE_LIMIT_REQUESTS, rateWindowMs: RATE_WINDOW_SECONDS * 1000 });
+    api.registerHttpRoute({ path: CHANNEL_PATH, auth: "plugin", match: "exact", handler: createHandler(api, store) });
   },
 };

@@ -6,6 +6,8 @@ import { createHash, createHmac, timingSafeEqual } from "node:crypto";
 export const CHANNEL_PATH = "/service-channel/chat";
 export const CANONICAL_PREFIX = "SERVICE-CHANNEL-HMAC-SHA256-V1";
 export const HEADER = {
+  knock: "x-service-gateway",
+  edge: "x-service-edge",
   authorization: "authorization",
   timestamp: "x-service-timestamp",
   nonce: "x-service-nonce",
@@ -14,6 +16,10 @@ export const HEADER = {
 export const REPLAY_WINDOW_SECONDS = 300;
 export const MAX_BODY_BYTES = 65536;
 export const MAX_MESSAGE_CHARS = 32000;
+// At most RATE_LIMIT_REQUESTS accepted requests per client address in any
+// RATE_WINDOW_SECONDS (the plugin's exact window behind nginx's leaky bucket).
+export const RATE_LIMIT_REQUESTS = 10;
+export const RATE_WINDOW_SECONDS = 60;
 export const NONCE_PATTERN = /^[A-Za-z0-9_-]{16,128}$/;
 export const TIMESTAMP_PATTERN = /^[0-9]{1,12}$/;
 export const SIGNATURE_PATTERN = /^v1=[0-9a-f]{64}$/;
@@ -67,8 +73,19 @@ export function verifyRequest({ token, method, path, headers, body, nowSeconds }
   return { ok: true, timestamp: ts, nonce };
 }
 
-// The request body: {"message": string, "sessionId"?: string}, nothing else.
-export function parseChannelRequest(text) {
+// The request body: {"message": string, "sessionId"?: string}, nothing else. Takes the
+// raw bytes: they must be UTF-8 (no byte order mark), one JSON object without a key
+// given twice (JSON.parse would silently keep the last one).
+const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+
+export function parseChannelRequest(body) {
+  let text;
+  try {
+    text = typeof body === "string" ? body : utf8.decode(body);
+  } catch {
+    return { ok: false, message: "body is not valid UTF-8" };
+  }
+  if (text.charCodeAt(0) === 0xfeff) return { ok: false, message: "body starts with a byte order mark" };
   let value;
   try {
     value = JSON.parse(text);
@@ -76,12 +93,64 @@ export function parseChannelRequest(text) {
     return { ok: false, message: "body is not valid JSON" };
   }
   if (!value || typeof value !== "object" || Array.isArray(value)) return { ok: false, message: "body must be a JSON object" };
+  const keys = topLevelKeys(text);
+  const twice = keys.filter((k, i) => keys.indexOf(k) !== i);
+  if (twice.length > 0) return { ok: false, message: `duplicate field: ${[...new Set(twice)].join(", ")}` };
   const unknown = Object.keys(value).filter((k) => k !== "message" && k !== "sessionId");
   if (unknown.length > 0) return { ok: false, message: `unknown field: ${unknown.join(", ")}` };
   if (typeof value.message !== "string" || value.message.trim() === "") return { ok: false, message: "message must be a non-empty string" };
   if (value.message.length > MAX_MESSAGE_CHARS) return { ok: false, message: `message is longer than ${MAX_MESSAGE_CHARS} characters` };
+  if (!value.message.isWellFormed()) return { ok: false, message: "message holds an unpaired surrogate (\\uD800-\\uDFFF escape)" };
   if (value.sessionId !== undefined && (typeof value.sessionId !== "string" || !SESSION_ID_PATTERN.test(value.sessionId))) {
     return { ok: false, message: "sessionId must match " + SESSION_ID_PATTERN.source };
   }
   return { ok: true, value: { message: value.message, sessionId: value.sessionId } };
+}
+
+// The member names of the top-level object of a text JSON.parse accepted, decoded,
+// in order, repeats included.
+export function topLevelKeys(text) {
+  const keys = [];
+  let i = skipSpace(text, 0) + 1;
+  for (;;) {
+    i = skipSpace(text, i);
+    if (text[i] === "}") return keys;
+    const end = stringEnd(text, i);
+    keys.push(JSON.parse(text.slice(i, end)));
+    i = skipValue(text, skipSpace(text, skipSpace(text, end) + 1));
+    i = skipSpace(text, i);
+    if (text[i] === ",") i++;
+  }
+}
+
+function skipSpace(text, i) {
+  while (i < text.length && (text[i] === " " || text[i] === "\t" || text[i] === "\n" || text[i] === "\r")) i++;
+  return i;
+}
+
+function stringEnd(text, i) {
+  let j = i + 1;
+  while (text[j] !== '"') j += text[j] === "\\" ? 2 : 1;
+  return j + 1;
+}
+
+function skipValue(text, i) {
+  const c = text[i];
+  if (c === '"') return stringEnd(text, i);
+  if (c === "{" || c === "[") {
+    let depth = 0;
+    for (let j = i; ; ) {
+      const d = text[j];
+      if (d === '"') {
+        j = stringEnd(text, j);
+        continue;
+      }
+      if (d === "{" || d === "[") depth++;
+      else if (d === "}" || d === "]") depth--;
+      j++;
+      if (depth === 0) return j;
+    }
+  }
+  while (i < text.length && !",}] \t\n\r".includes(text[i])) i++;
+  return i;
 }

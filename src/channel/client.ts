@@ -217,7 +217,7 @@ export async function postSigned(
       if (code === 'ECONNRESET' || /socket hang up/.test(error.message)) {
         return reject(new NoResponseError(
           `${url.origin} closed the connection without answering`,
-          `the knock is probably wrong: check ${ENV.knock} against the server's ${LAYOUT.channelEnv}`,
+          `the knock is probably wrong: check ${ENV.knock} against the server's ${LAYOUT.channelEnv} (the server also closes a URL with another path or a query, and addresses outside its --channel-allow list)`,
         ));
       }
       reject(connectError(url, error));
@@ -231,7 +231,7 @@ function connectError(url: URL, error: Error): DeployError {
   if (/CERT|SELF_SIGNED|UNABLE_TO_VERIFY|ERR_TLS_CERT_ALTNAME/.test(code)) {
     return new DeployError(`${url.origin}: certificate not trusted (${code})`, 'the channel certificate is self-signed: pass --pin sha256:<fingerprint> (best), --ca <channel.crt>, or --insecure');
   }
-  return new DeployError(`${url.origin}: ${error.message}`, `check the URL and that port ${CHANNEL_PORT} is reachable`);
+  return new DeployError(`${url.origin}: ${error.message}`, `check the URL and that port ${CHANNEL_PORT} is reachable (a reset also comes from the server's limits: this address outside its --channel-allow list, more than 3 connections at once, or more than 20 new ones a minute)`);
 }
 
 const HINTS: Record<string, string> = {

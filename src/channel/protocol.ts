@@ -15,6 +15,8 @@ export const CANONICAL_PREFIX = 'SERVICE-CHANNEL-HMAC-SHA256-V1';
 /** Header names, lowercase as Node presents them. */
 export const HEADER = {
   knock: 'x-service-gateway',
+  /** Added by nginx (SERVICE_CHANNEL_EDGE): proof that a request came through the edge. */
+  edge: 'x-service-edge',
   authorization: 'authorization',
   timestamp: 'x-service-timestamp',
   nonce: 'x-service-nonce',
@@ -26,6 +28,9 @@ export const REPLAY_WINDOW_SECONDS = 300;
 /** Largest request body, bytes (nginx client_max_body_size and the plugin). */
 export const MAX_BODY_BYTES = 65_536;
 export const MAX_MESSAGE_CHARS = 32_000;
+/** At most this many accepted requests per client address in any RATE_WINDOW_SECONDS (spec 8). */
+export const RATE_LIMIT_REQUESTS = 10;
+export const RATE_WINDOW_SECONDS = 60;
 
 export const NONCE_PATTERN = /^[A-Za-z0-9_-]{16,128}$/;
 export const TIMESTAMP_PATTERN = /^[0-9]{1,12}$/;

@@ -4,6 +4,8 @@ import { X509Certificate, createPrivateKey } from 'node:crypto';
 export const TLS_KEY_BITS = 4096;
 export const TLS_VALID_DAYS = 3653;
 export const TLS_RENEW_BEFORE_DAYS = 30;
+/** A kept certificate must have been issued for ten years (spec 5.2), leap days aside. */
+export const TLS_MIN_PERIOD_DAYS = 3650;
 
 const DAY_MS = 86_400_000;
 
@@ -30,11 +32,21 @@ function normalizeIp(value: string): string {
   }
 }
 
+/** Whether the certificate is self-signed: its own issuer, signed with its own key. */
+export function isSelfSigned(cert: X509Certificate): boolean {
+  try {
+    return cert.checkIssued(cert) && cert.verify(cert.publicKey);
+  } catch {
+    return false;
+  }
+}
+
 /**
  * Why the certificate must be made again, or undefined when it is fine: missing,
- * unreadable, not RSA 4096, expiring within 30 days, not matching its key, or
- * lacking a wanted name. Extra names are fine (an address that went away is no
- * reason to break clients that pinned the certificate).
+ * unreadable, not RSA 4096, not self-signed, not issued for ten years, not yet valid,
+ * expiring within 30 days, not matching its key, or lacking a wanted name. Extra
+ * names are fine (an address that went away is no reason to break clients that
+ * pinned the certificate).
  */
 export function certProblem(certPem: string | undefined, keyPem: string | undefined, wanted: readonly string[], now: Date): string | undefined {
   if (certPem === undefined) return 'no certificate';
@@ -47,7 +59,12 @@ export function certProblem(certPem: string | undefined, keyPem: string | undefi
   }
   const details = cert.publicKey.asymmetricKeyDetails;
   if (cert.publicKey.asymmetricKeyType !== 'rsa' || details?.modulusLength !== TLS_KEY_BITS) return `the key is not RSA ${TLS_KEY_BITS}`;
-  if (new Date(cert.validTo).getTime() - now.getTime() < TLS_RENEW_BEFORE_DAYS * DAY_MS) return `the certificate expires ${cert.validTo}`;
+  if (!isSelfSigned(cert)) return `the certificate is not self-signed (issuer: ${cert.issuer.replace(/\n/g, ', ')})`;
+  const from = new Date(cert.validFrom).getTime();
+  const to = new Date(cert.validTo).getTime();
+  if ((to - from) / DAY_MS < TLS_MIN_PERIOD_DAYS) return `the certificate was issued for ${Math.floor((to - from) / DAY_MS)} days, not 10 years`;
+  if (from > now.getTime()) return `the certificate is not valid before ${cert.validFrom}`;
+  if (to - now.getTime() < TLS_RENEW_BEFORE_DAYS * DAY_MS) return `the certificate expires ${cert.validTo}`;
   try {
     if (!cert.checkPrivateKey(createPrivateKey(keyPem))) return 'the certificate does not match the private key';
   } catch {

@@ -19,6 +19,7 @@ export interface InstallArgs extends GlobalOptions {
   resetClean?: boolean;
   rotateChannelSecrets?: boolean;
   lockTimeout?: number;
+  channelAllow?: string;
 }
 
 /** The install's request from its flags: the answers apart, every mode flag as given. */
@@ -44,6 +45,7 @@ export function installRequest(argv: InstallArgs): InstallRequest {
     resetClean: argv.resetClean,
     rotateChannelSecrets: argv.rotateChannelSecrets,
     lockTimeout: argv.lockTimeout,
+    channelAllow: argv.channelAllow,
   };
 }
 
@@ -64,6 +66,7 @@ export function installOptions<T>(y: Argv<T>) {
     .option('diff', { type: 'boolean', describe: 'Show file diffs of the changes (secrets masked)', group: 'Mode:' })
     .option('reset-clean', { type: 'boolean', describe: 'Back up to /tmp/openclaw-backup-*.tar.gz, then remove runtime, mesh client, config and workspace', group: 'Mode:' })
     .option('rotate-channel-secrets', { type: 'boolean', describe: 'Generate a new channel token and knock', group: 'Mode:' })
+    .option('channel-allow', { type: 'string', describe: "Only these addresses may reach the channel port 18790: CIDR[,CIDR] (the portal's egress), or 'any'; kept on re-runs", group: 'Mode:' })
     .option('lock-timeout', { type: 'number', describe: 'Seconds to wait for the apt/dpkg lock', default: 300, group: 'Mode:' })
     .example('$0 install', 'Interactive install or update (prompts for the six answers)')
     .example('SERVICE_API_KEY=... SERVICE_MESH_AUTH_KEY=... SERVICE_MCP_TOKEN=... $0 install --customer-name "Acme" --non-interactive', 'Scripted install')

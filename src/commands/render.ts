@@ -15,9 +15,11 @@ export const renderCommand: CommandModule<object, RenderArgs> = {
       .positional('file', { choices: RENDER_TARGETS, describe: 'Which file', demandOption: true })
       .option('show-secrets', { type: 'boolean', describe: 'Print secrets instead of ****' })
       .example('$0 render runtime-config', 'The openclaw.json this server would get')
-      .example('$0 render nginx > site.conf', 'The channel endpoint nginx site') as Argv<RenderArgs>,
+      .example('$0 render nginx > site.conf', 'The channel endpoint nginx site')
+      .example('$0 render firewall --channel-allow 203.0.113.0/24', "The channel port's nftables table") as Argv<RenderArgs>,
   handler: async (argv) => {
-    const { answers, verbose, catalog, channel } = installRequest(argv);
-    await (await import('../install/render.js')).runRender({ file: argv.file, answers, verbose, channel: catalog || channel, showSecrets: argv.showSecrets });
+    const { answers, verbose, catalog, channel, channelAllow } = installRequest(argv);
+    const render = await import('../install/render.js');
+    await render.runRender({ file: argv.file, answers, verbose, channel: catalog || channel, showSecrets: argv.showSecrets, channelAllow: render.renderAllowList(channelAllow) });
   },
 };

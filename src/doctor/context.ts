@@ -85,7 +85,7 @@ export class DoctorContext {
       const text = await this.host.files.read(LAYOUT.channelEnv);
       if (text === undefined) return undefined;
       const env = parseEnvFile(text);
-      this.host.redactor.add(env.SERVICE_CHANNEL_TOKEN, env.SERVICE_CHANNEL_KNOCK);
+      this.host.redactor.add(env.SERVICE_CHANNEL_TOKEN, env.SERVICE_CHANNEL_KNOCK, env.SERVICE_CHANNEL_EDGE);
       return env;
     });
   }

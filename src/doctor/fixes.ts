@@ -1,4 +1,4 @@
-import { renderNginxSite, PRODUCTION_SITE } from '../channel/nginx.js';
+import { productionSiteFromEnv } from '../channel/nginx.js';
 import { DeployError } from '../errors.js';
 import { runGuard } from '../guard/index.js';
 import { LAYOUT } from '../layout.js';
@@ -42,11 +42,15 @@ export const FIX_ACTIONS: readonly FixAction[] = [
     title: 'write the channel nginx site from channel.env, nginx -t, restart nginx',
     async run(ctx) {
       const { host } = ctx;
-      const knock = (await ctx.channelEnv())?.SERVICE_CHANNEL_KNOCK;
-      if (!knock) throw new DeployError(`${LAYOUT.channelEnv} has no SERVICE_CHANNEL_KNOCK`, 'run `service-deploy install --channel`');
+      let site: string;
+      try {
+        site = productionSiteFromEnv((await ctx.channelEnv()) ?? {});
+      } catch (error) {
+        throw new DeployError(`${LAYOUT.channelEnv}: ${(error as Error).message}`, 'run `service-deploy install --channel`');
+      }
       const previous = await host.files.read(LAYOUT.nginxSite);
       const previousMode = (await host.files.stat(LAYOUT.nginxSite))?.mode ?? 0o600;
-      await host.files.write(LAYOUT.nginxSite, renderNginxSite({ ...PRODUCTION_SITE, knock }), { mode: 0o600 });
+      await host.files.write(LAYOUT.nginxSite, site, { mode: 0o600 });
       const test = await host.exec.run('nginx', ['-t'], { allowFailure: true, timeoutMs: 60_000 });
       if (test.exitCode !== 0) {
         // Never leave nginx with a site it rejects: put the old one back.
@@ -64,6 +68,17 @@ export const FIX_ACTIONS: readonly FixAction[] = [
       const test = await host.exec.run('nginx', ['-t'], { allowFailure: true, timeoutMs: 60_000 });
       if (test.exitCode !== 0) throw new DeployError(`nginx -t fails: ${host.redactor.redact(test.stderr.trim())}`, 'fix the nginx configuration first');
       await host.services.restart('system', 'nginx');
+    },
+  },
+  {
+    id: 'channel-limits',
+    title: 'load the channel port\'s connection limits again (nft -f of their file) and enable their unit',
+    async run({ host }) {
+      const unit = LAYOUT.channelFirewallUnit;
+      // The file replaces the table in one transaction; the unit loads it at boot.
+      await host.exec.run('nft', ['-f', host.paths.real(LAYOUT.channelFirewallRules)], { timeoutMs: 30_000 });
+      await host.services.enable('system', unit);
+      if (!(await host.services.isActive('system', unit))) await host.exec.run('systemctl', ['start', unit], { timeoutMs: 60_000 });
     },
   },
   {

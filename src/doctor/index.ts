@@ -3,6 +3,8 @@ import { agentRuntimeCheck } from './checks/agent-runtime.js';
 import { agentSettingsCheck } from './checks/agent-settings.js';
 import { channelDropInCheck } from './checks/channel-drop-in.js';
 import { channelEnvCheck } from './checks/channel-env.js';
+import { channelLimitsCheck } from './checks/channel-limits.js';
+import { channelPortCheck } from './checks/channel-port.js';
 import { configValidCheck } from './checks/config-valid.js';
 import { devicesCheck } from './checks/devices.js';
 import { diskCheck } from './checks/disk.js';
@@ -42,6 +44,8 @@ export const CHECKS: readonly Check[] = [
   nginxCheck,
   nginxLimitConnCheck,
   tlsCertCheck,
+  channelLimitsCheck,
+  channelPortCheck,
   guardCronCheck,
   memoryCheck,
   meshCheck,

@@ -1,4 +1,5 @@
 import { resolveDeploymentInputs } from '../answers/index.js';
+import { parseAllowList, type Cidr } from '../channel/allow.js';
 import { UsageError } from '../errors.js';
 import { createHost, type Host } from '../host/index.js';
 import { LAYOUT } from '../layout.js';
@@ -41,6 +42,7 @@ export async function installWithLock({ host, request, steps }: InstallRun): Pro
   const prompter = interactive ? await (await import('../answers/index.js')).terminalPrompter() : undefined;
   const { profile, components, answers } = await resolveDeploymentInputs(host, request.answers, { prompter });
 
+  const channelAllow = parseChannelAllow(request);
   const options: InstallOptions = {
     check: Boolean(request.check),
     diff: Boolean(request.diff),
@@ -48,6 +50,7 @@ export async function installWithLock({ host, request, steps }: InstallRun): Pro
     catalog,
     rotateChannelSecrets: Boolean(request.rotateChannelSecrets),
     lockTimeoutMs: lockTimeout * 1000,
+    channelAllow,
   };
 
   const lock = await host.locks.acquire(LAYOUT.installLock, 'install');
@@ -66,6 +69,17 @@ export async function installWithLock({ host, request, steps }: InstallRun): Pro
   } finally {
     await lock.release();
     host.log.close();
+  }
+}
+
+/** --channel-allow, checked before anything runs (exit 2 naming the flag). */
+function parseChannelAllow(request: InstallRequest): Cidr[] | undefined {
+  if (request.channelAllow === undefined) return undefined;
+  if (!request.catalog && !request.channel) throw new UsageError('--channel-allow applies to the channel endpoint', 'add --channel (or --catalog)');
+  try {
+    return parseAllowList(String(request.channelAllow));
+  } catch (error) {
+    throw new UsageError(`--channel-allow: ${(error as Error).message}`, "give addresses or CIDR blocks separated by commas (198.51.100.7,203.0.113.0/24), or 'any'");
   }
 }
 

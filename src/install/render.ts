@@ -1,5 +1,5 @@
 import { serializeRuntimeConfig } from '../config/runtime-config.js';
-import { DeployError } from '../errors.js';
+import { DeployError, UsageError } from '../errors.js';
 import { createHost } from '../host/index.js';
 import { gatewayUnitFile } from '../steps/gateway-service.js';
 import { runtimeSecretFiles } from '../steps/runtime-secrets.js';
@@ -8,6 +8,8 @@ import { refreshScript, refreshServiceUnit, refreshTimerUnit } from '../steps/me
 import { desiredFor, readRuntimeConfig } from '../steps/runtime-config.js';
 import { PRODUCTION_SITE, renderNginxSite } from '../channel/nginx.js';
 import { channelDropInContent, channelEnvContent, channelSecrets } from '../steps/channel.js';
+import { firewallFiles } from '../steps/channel-firewall.js';
+import { parseAllowList, type Cidr } from '../channel/allow.js';
 import { resolveDeploymentInputs, type AnswerFlags } from '../answers/index.js';
 import type { InstallContext } from '../pipeline/step.js';
 
@@ -20,6 +22,8 @@ export interface RenderRequest {
   channel?: boolean;
   showSecrets?: boolean;
   verbose?: boolean;
+  /** --channel-allow, parsed (the allow list the files would carry). */
+  channelAllow?: Cidr[];
 }
 
 /** `service-deploy render FILE`: what the install would write, for review. Writes nothing. */
@@ -61,22 +65,35 @@ export async function runRender(request: RenderRequest): Promise<void> {
       break;
     case 'channel-env':
     case 'nginx':
-    case 'dropin': {
+    case 'dropin':
+    case 'firewall': {
       // The channel secrets as the install would decide them: kept from channel.env,
       // else from the environment, else new (so --show-secrets on a fresh server shows
       // values a later install will not reuse).
-      const ctx = { host, profile, components, answers, options: { channel: true, rotateChannelSecrets: false } } as unknown as InstallContext;
+      const ctx = { host, profile, components, answers, options: { channel: true, rotateChannelSecrets: false, channelAllow: request.channelAllow } } as unknown as InstallContext;
       const secrets = await channelSecrets(ctx);
       text =
         request.file === 'channel-env'
           ? channelEnvContent(secrets)
           : request.file === 'nginx'
-            ? renderNginxSite({ ...PRODUCTION_SITE, knock: secrets.knock })
-            : channelDropInContent();
+            ? renderNginxSite({ ...PRODUCTION_SITE, knock: secrets.knock, edge: secrets.edge, allow: secrets.allow })
+            : request.file === 'firewall'
+              ? firewallFiles(secrets.allow, (await host.exec.which('nft')) ?? '/usr/sbin/nft').rules.content
+              : channelDropInContent();
       break;
     }
     default:
       throw new DeployError(`render: unknown file ${String(request.file)}`);
   }
   process.stdout.write(request.showSecrets ? text : host.redactor.redact(text));
+}
+
+/** --channel-allow for render: parsed like the install does (exit 2 naming the flag). */
+export function renderAllowList(text: string | undefined): Cidr[] | undefined {
+  if (text === undefined) return undefined;
+  try {
+    return parseAllowList(String(text));
+  } catch (error) {
+    throw new UsageError(`--channel-allow: ${(error as Error).message}`, "give addresses or CIDR blocks separated by commas, or 'any'");
+  }
 }

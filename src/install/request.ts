@@ -14,6 +14,8 @@ export interface InstallRequest {
   diff?: boolean;
   resetClean?: boolean;
   rotateChannelSecrets?: boolean;
+  /** --channel-allow: CIDR[,CIDR] or "any" (raw; parsed by the install). */
+  channelAllow?: string;
   /** Seconds to wait for the apt/dpkg lock (default 300). */
   lockTimeout?: number;
 }

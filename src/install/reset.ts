@@ -2,6 +2,7 @@ import { CancelledError, UsageError } from '../errors.js';
 import type { Host } from '../host/index.js';
 import { LAYOUT } from '../layout.js';
 import { printJson, printLine } from '../output.js';
+import { removeChannelFirewall } from '../steps/channel-firewall.js';
 import { BACKUP_PATHS, writeBackup } from './backup.js';
 import type { InstallRequest } from './request.js';
 
@@ -48,6 +49,7 @@ export async function runResetClean(host: Host, request: InstallRequest): Promis
         timeoutMs: 10 * 60_000,
       });
     }
+    await removeChannelFirewall(host);
     for (const p of RESET_REMOVES) await host.files.remove(p);
     await host.services.daemonReload('user').catch(() => undefined);
     if (await host.exec.which('nginx')) {

@@ -2,6 +2,7 @@ import type { Host } from '../host/index.js';
 import type { ServiceProfile } from '../profile.js';
 import type { Answers } from '../answers/index.js';
 import type { Components } from '../components.js';
+import type { Cidr } from '../channel/allow.js';
 
 /** Something a step would change, shown by --check and --diff. */
 export interface Change {
@@ -23,6 +24,8 @@ export interface InstallOptions {
   catalog: boolean;
   rotateChannelSecrets: boolean;
   lockTimeoutMs: number;
+  /** --channel-allow, parsed (empty: any address); undefined: keep the list in channel.env. */
+  channelAllow?: Cidr[];
 }
 
 export interface InstallContext {

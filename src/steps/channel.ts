@@ -1,4 +1,5 @@
 import os from 'node:os';
+import { formatAllowList, parseAllowList, type Cidr } from '../channel/allow.js';
 import { parseEnvFile } from '../channel/env-file.js';
 import { PRODUCTION_SITE, renderNginxSite } from '../channel/nginx.js';
 import { SECRET_PATTERN, newSecret } from '../channel/protocol.js';
@@ -25,18 +26,24 @@ const skipUnlessChannel = (ctx: InstallContext) => (ctx.options.channel ? undefi
 export interface ChannelSecrets {
   token: string;
   knock: string;
+  /** Per-install secret nginx adds to every request it forwards; the plugin answers nothing else. */
+  edge: string;
   hostname: string;
+  /** The portal's addresses (--channel-allow); empty: any address. */
+  allow: Cidr[];
   /** Where each secret came from, for the change summary. */
-  origin: { token: SecretOrigin; knock: SecretOrigin };
+  origin: { token: SecretOrigin; knock: SecretOrigin; edge: SecretOrigin };
 }
 type SecretOrigin = 'portal' | 'kept' | 'generated' | 'rotated';
 
 const secretsByHost = new WeakMap<Host, Promise<ChannelSecrets>>();
 
 /**
- * The run's token and knock, decided once per run (every channel step sees the same
- * values, in check mode too). Precedence: the portal's values (environment) > the
- * existing channel.env (unless --rotate-channel-secrets) > 32 new random bytes.
+ * The run's token, knock and edge secret, decided once per run (every channel step
+ * sees the same values, in check mode too). Precedence: the portal's values
+ * (environment; not for the edge secret, which never leaves the server) > the existing
+ * channel.env (unless --rotate-channel-secrets) > 32 new random bytes. The allow list:
+ * --channel-allow, else the one in channel.env, else none (any address).
  */
 export function channelSecrets(ctx: InstallContext): Promise<ChannelSecrets> {
   let pending = secretsByHost.get(ctx.host);
@@ -65,17 +72,32 @@ async function decideSecrets(ctx: InstallContext): Promise<ChannelSecrets> {
   };
   const [token, tokenOrigin] = pick('SERVICE_CHANNEL_TOKEN');
   const [knock, knockOrigin] = pick('SERVICE_CHANNEL_KNOCK');
-  host.redactor.add(token, knock);
-  return { token, knock, hostname: ctx.answers.meshHostname, origin: { token: tokenOrigin, knock: knockOrigin } };
+  const existingEdge = current.SERVICE_CHANNEL_EDGE;
+  const [edge, edgeOrigin]: [string, SecretOrigin] =
+    existingEdge && SECRET_PATTERN.test(existingEdge) && !ctx.options.rotateChannelSecrets ? [existingEdge, 'kept'] : [newSecret(), existingEdge ? 'rotated' : 'generated'];
+  host.redactor.add(token, knock, edge);
+  let allow = ctx.options.channelAllow;
+  if (allow === undefined) {
+    try {
+      allow = current.SERVICE_CHANNEL_ALLOW ? parseAllowList(current.SERVICE_CHANNEL_ALLOW) : [];
+    } catch (error) {
+      throw new DeployError(`${LAYOUT.channelEnv}: SERVICE_CHANNEL_ALLOW is not a list of addresses: ${(error as Error).message}`, 'give the list again with --channel-allow CIDR[,CIDR] (or --channel-allow any)');
+    }
+  }
+  return { token, knock, edge, allow, hostname: ctx.answers.meshHostname, origin: { token: tokenOrigin, knock: knockOrigin, edge: edgeOrigin } };
 }
 
-export function channelEnvContent(secrets: Pick<ChannelSecrets, 'token' | 'knock' | 'hostname'>): string {
+export function channelEnvContent(secrets: Pick<ChannelSecrets, 'token' | 'knock' | 'edge' | 'hostname'> & { allow?: readonly Cidr[] }): string {
+  const allow = formatAllowList(secrets.allow ?? []);
   return [
     '# Managed by service-deploy: the channel endpoint (docs/channel-protocol.md). Root only.',
-    '# Loaded into the gateway by its drop-in service-env.conf; nginx holds the knock too.',
+    '# Loaded into the gateway by its drop-in service-env.conf; nginx holds the knock and',
+    '# the edge secret too.',
     `SERVICE_CHANNEL_TOKEN=${secrets.token}`,
     `SERVICE_CHANNEL_KNOCK=${secrets.knock}`,
     `SERVICE_TS_HOSTNAME=${secrets.hostname}`,
+    `SERVICE_CHANNEL_EDGE=${secrets.edge}`,
+    ...(allow ? [`SERVICE_CHANNEL_ALLOW=${allow}`] : []),
     '',
   ].join('\n');
 }
@@ -93,7 +115,7 @@ export const channelEnvStep: Step = {
     const change = await planFile(ctx.host, desired);
     if (!change) return { changes: [] };
     const { origin } = await channelSecrets(ctx);
-    change.summary += ` (token ${origin.token}, knock ${origin.knock})`;
+    change.summary += ` (token ${origin.token}, knock ${origin.knock}, edge secret ${origin.edge})`;
     // nginx holds the knock: a new knock means a new site, which its own step handles.
     return { changes: [change], notify: ['gateway-restart'], data: desired };
   },
@@ -253,9 +275,9 @@ export const channelTlsStep: Step = {
 // ---------------------------------------------------------------- nginx
 
 export async function desiredNginxSite(ctx: InstallContext): Promise<DesiredFile> {
-  const { knock } = await channelSecrets(ctx);
-  // Holds the knock: root-only. nginx's master process reads it as root.
-  return { path: LAYOUT.nginxSite, content: renderNginxSite({ ...PRODUCTION_SITE, knock }), mode: 0o600 };
+  const { knock, edge, allow } = await channelSecrets(ctx);
+  // Holds the knock and the edge secret: root-only. nginx's master process reads it as root.
+  return { path: LAYOUT.nginxSite, content: renderNginxSite({ ...PRODUCTION_SITE, knock, edge, allow }), mode: 0o600 };
 }
 
 async function nginxTest(host: Host): Promise<{ ok: boolean; output: string }> {
@@ -324,5 +346,5 @@ export const nginxSiteStep: Step = {
   },
 };
 
-/** In pipeline order; insert before the gateway service step. */
+/** In pipeline order (the firewall steps follow in steps/index.ts); insert before the gateway service step. */
 export const channelSteps: Step[] = [channelEnvStep, channelPluginStep, channelDropInStep, channelTlsStep, nginxSiteStep];

@@ -3,6 +3,7 @@ import { agentRuntimeStep } from './agent-runtime.js';
 import { answersStateStep } from './answers-state.js';
 import { browserStep } from './browser.js';
 import { channelSteps } from './channel.js';
+import { channelLimitsStep, channelPortStep } from './channel-firewall.js';
 import { gatewayServiceStep } from './gateway-service.js';
 import { guardStep } from './guard.js';
 import { healthStep } from './health.js';
@@ -31,8 +32,10 @@ export function installSteps(): Step[] {
     mcpStep,
     browserStep,
     answersStateStep,
-    // Skipped unless --channel or --catalog: channel.env, plugin, drop-in, TLS, nginx.
+    // Skipped unless --channel or --catalog: channel.env, plugin, drop-in, TLS, nginx, firewall.
     ...channelSteps,
+    channelLimitsStep,
+    channelPortStep,
     runtimeSecretsStep,
     runtimeConfigStep,
     gatewayServiceStep,

@@ -18,6 +18,8 @@ import { tempDir } from '../helpers/tmp.js';
  * Slow (each gateway start takes 10-20 s): one gateway, restarted twice.
  */
 const token = newSecret();
+const edge = newSecret();
+const knock = newSecret();
 let provider: FakeProvider;
 let gateway: RunningGateway;
 let pluginDir: string;
@@ -31,8 +33,13 @@ function writePlugin(): string {
   return dir;
 }
 
-async function post(body: string, headers: Record<string, string>, method = 'POST') {
-  const res = await fetch(`${gateway.url}${CHANNEL_PATH}`, { method, headers: { 'content-type': 'application/json', ...headers }, body: method === 'GET' ? undefined : body });
+/** Straight to the gateway with what nginx adds (the edge secret, the client address, one knock line). */
+async function post(body: string, headers: Record<string, string>, method = 'POST', client = '198.51.100.1') {
+  const res = await fetch(`${gateway.url}${CHANNEL_PATH}`, {
+    method,
+    headers: { 'content-type': 'application/json', 'x-service-edge': edge, 'x-service-gateway': knock, 'x-real-ip': client, 'x-forwarded-for': client, ...headers },
+    body: method === 'GET' ? undefined : body,
+  });
   const text = await res.text();
   let json: any;
   try {
@@ -51,7 +58,7 @@ beforeAll(async () => {
   provider = await startFakeProvider();
   pluginDir = writePlugin();
   stateDir = tempDir('sd-openclaw-state-');
-  gateway = await startGateway({ pluginDir, providerUrl: provider.url, env: { SERVICE_CHANNEL_TOKEN: token }, stateDir });
+  gateway = await startGateway({ pluginDir, providerUrl: provider.url, env: { SERVICE_CHANNEL_TOKEN: token, SERVICE_CHANNEL_EDGE: edge }, stateDir });
 }, budget(420_000));
 
 afterAll(async () => {
@@ -142,11 +149,11 @@ describe('service-channel plugin in the real OpenClaw gateway', () => {
 
   it('end to end through the rendered nginx site: service-deploy chat gets the reply', async () => {
     const ca = makeTestCa();
-    const knock = newSecret();
     const port = await freePort();
+    const logs = tempDir('sd-nginx-logs-');
     let nginx: RunningNginx | undefined;
     try {
-      nginx = await startNginx(renderNginxSite({ listen: `127.0.0.1:${port}`, upstream: `127.0.0.1:${gateway.port}`, cert: ca.certFile, key: ca.keyFile, knock }), port);
+      nginx = await startNginx(renderNginxSite({ listen: `127.0.0.1:${port}`, upstream: `127.0.0.1:${gateway.port}`, cert: ca.certFile, key: ca.keyFile, knock, edge, allow: [], errorLog: path.join(logs, 'error.log'), accessLog: path.join(logs, 'access.log') }), port);
       const out: string[] = [];
       const ctx: ChatContext = {
         env: { SERVICE_CHANNEL_TOKEN: token, SERVICE_CHANNEL_KNOCK: knock, SERVICE_CHANNEL_URL: `https://localhost:${port}` },
@@ -164,7 +171,7 @@ describe('service-channel plugin in the real OpenClaw gateway', () => {
     }
   }, budget(120_000));
 
-  it('without SERVICE_CHANNEL_TOKEN in the gateway environment: 503 misconfigured', async () => {
+  it('without SERVICE_CHANNEL_TOKEN and SERVICE_CHANNEL_EDGE in the gateway environment: 503 misconfigured', async () => {
     await gateway.stop();
     gateway = await startGateway({ pluginDir, providerUrl: provider.url, env: {}, stateDir });
     const body = JSON.stringify({ message: 'hi' });
@@ -175,15 +182,15 @@ describe('service-channel plugin in the real OpenClaw gateway', () => {
 
   it('a nonce accepted before a restart is still refused after it; fresh requests still work', async () => {
     await gateway.stop();
-    gateway = await startGateway({ pluginDir, providerUrl: provider.url, env: { SERVICE_CHANNEL_TOKEN: token }, stateDir });
+    gateway = await startGateway({ pluginDir, providerUrl: provider.url, env: { SERVICE_CHANNEL_TOKEN: token, SERVICE_CHANNEL_EDGE: edge }, stateDir });
     // Accepted by this gateway process just before its restart, dated ahead inside the
     // window, so the replay is judged on its nonce however long the restart takes.
     const acceptedBody = JSON.stringify({ message: 'before the restart' });
     const accepted = { body: acceptedBody, headers: signed(acceptedBody, { timestamp: now() + 240 }) };
-    expect((await post(accepted.body, accepted.headers)).status).toBe(200);
+    expect((await post(accepted.body, accepted.headers, 'POST', '198.51.100.7')).status).toBe(200);
     await gateway.stop();
-    gateway = await startGateway({ pluginDir, providerUrl: provider.url, env: { SERVICE_CHANNEL_TOKEN: token }, stateDir });
-    const replayed = await post(accepted.body, accepted.headers);
+    gateway = await startGateway({ pluginDir, providerUrl: provider.url, env: { SERVICE_CHANNEL_TOKEN: token, SERVICE_CHANNEL_EDGE: edge }, stateDir });
+    const replayed = await post(accepted.body, accepted.headers, 'POST', '198.51.100.7');
     expect(replayed.status).toBe(401);
     expect(replayed.json.error.code).toBe('nonce_replayed');
     const store = JSON.parse(fs.readFileSync(path.join(stateDir, 'service-channel', 'nonces.json'), 'utf8'));
@@ -193,5 +200,8 @@ describe('service-channel plugin in the real OpenClaw gateway', () => {
     const res = await post(body, signed(body));
     expect(res.status, JSON.stringify(res.json)).toBe(200);
     expect(res.json.reply).toBe('STAND-IN REPLY to: after restart');
+    // The rate window is kept in the same file, keyed by the address nginx wrote.
+    const after = JSON.parse(fs.readFileSync(path.join(stateDir, 'service-channel', 'nonces.json'), 'utf8'));
+    expect(Object.keys(after.rate)).toContain('198.51.100.1');
   }, budget(600_000));
 });

@@ -5,18 +5,22 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runChat, type ChatContext } from '../../src/channel/client.js';
+import { parseAllowList } from '../../src/channel/allow.js';
 import { PRODUCTION_SITE, renderNginxSite } from '../../src/channel/nginx.js';
 import { newSecret } from '../../src/channel/protocol.js';
 import { LAYOUT } from '../../src/layout.js';
 import { channelTlsStep, wantedSans } from '../../src/steps/channel.js';
 import { sandboxContext } from '../helpers/install-ctx.js';
 import { freePort, nginxTest, rawRequest, startNginx, type RunningNginx } from '../helpers/nginx.js';
+import { tempDir } from '../helpers/tmp.js';
 
 /**
  * The rendered site in a real nginx on loopback, with the certificate the TLS step
  * makes (real openssl) and a loopback stand-in for the gateway.
  */
 const knock = newSecret();
+const edge = newSecret();
+let logs = '';
 let nginx: RunningNginx;
 let upstream: http.Server;
 let certPem = '';
@@ -46,12 +50,17 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
   const port = await freePort();
+  logs = tempDir('sd-nginx-logs-');
   const site = renderNginxSite({
     listen: `127.0.0.1:${port}`,
     upstream: `127.0.0.1:${(upstream.address() as AddressInfo).port}`,
     cert: ctx.host.paths.real(LAYOUT.tlsCert),
     key: ctx.host.paths.real(LAYOUT.tlsKey),
     knock,
+    edge,
+    allow: [],
+    errorLog: path.join(logs, 'error.log'),
+    accessLog: path.join(logs, 'access.log'),
   });
   nginx = await startNginx(site, port);
 }, 120_000);
@@ -84,31 +93,40 @@ describe('TLS certificate (channel-tls step, real openssl)', () => {
 
 describe('nginx site (real nginx on loopback)', () => {
   it('passes nginx -t as rendered for production, and uses limit_conn without zone=', async () => {
-    const site = renderNginxSite({ ...PRODUCTION_SITE, cert: nginx.dir + '/../x', key: 'k', knock });
+    const site = renderNginxSite({ ...PRODUCTION_SITE, cert: nginx.dir + '/../x', key: 'k', knock, edge, allow: parseAllowList('198.51.100.0/24,2001:db8::/32') });
     expect(site).toMatch(/^\s*limit_conn service_cn 3;$/m);
+    expect(site).toMatch(/^\s*198\.51\.100\.0\/24 1;$/m);
+    expect(site).toMatch(/^\s*error_log \/var\/log\/nginx\/error\.log warn;$/m);
     expect(site).not.toMatch(/limit_conn\s+zone=/);
     expect(site).toMatch(/listen 0\.0\.0\.0:18790 ssl;/);
-    expect(site).toMatch(/proxy_pass http:\/\/127\.0\.0\.1:18789;/);
-    const result = await nginxTest(site.replace(/ssl_certificate(_key)? [^;]+;/g, '').replace('listen 0.0.0.0:18790 ssl;', 'listen 127.0.0.1:9 ssl;\n    ssl_reject_handshake on;'));
+    expect(site).toMatch(/proxy_pass http:\/\/127\.0\.0\.1:18789\/service-channel\/chat;/);
+    // Logs into the test's folder: nginx -t opens them, and this machine's /var/log/nginx is not ours.
+    const result = await nginxTest(site.replaceAll('/var/log/nginx/', `${logs}/`).replace(/ssl_certificate(_key)? [^;]+;/g, '').replace('listen 0.0.0.0:18790 ssl;', 'listen 127.0.0.1:9 ssl;\n    ssl_reject_handshake on;'));
     expect(result.output).toMatch(/test is successful/);
   });
 
   it('a malformed limit_conn (zone=) fails nginx -t with the spec\'s error', async () => {
-    const site = renderNginxSite({ ...PRODUCTION_SITE, knock }).replace('limit_conn service_cn 3;', 'limit_conn zone=service_cn 3;')
+    const site = renderNginxSite({ ...PRODUCTION_SITE, knock, edge, allow: [] }).replaceAll('/var/log/nginx/', `${logs}/`).replace('limit_conn service_cn 3;', 'limit_conn zone=service_cn 3;')
       .replace(/ssl_certificate(_key)? [^;]+;/g, '').replace('listen 0.0.0.0:18790 ssl;', 'listen 127.0.0.1:9 ssl;\n    ssl_reject_handshake on;');
     const result = await nginxTest(site);
     expect(result.code).not.toBe(0);
     expect(result.output).toMatch(/zero size shared memory zone/);
   });
 
-  it('proxies /service-channel/chat with the right knock, and strips the knock before the gateway', async () => {
-    const answer = await rawRequest({ port: nginx.port, localAddress: '127.0.0.2', headers: good(), body: '{}', ca: certPem });
+  it('proxies /service-channel/chat with the right knock: nginx writes the request line, the client address and the edge secret; client copies are replaced', async () => {
+    const spoofed = { 'x-real-ip': '10.9.9.9', 'x-forwarded-for': '10.9.9.9', forwarded: 'for=10.9.9.9', 'x-forwarded-host': 'evil', 'x-service-edge': 'forged', 'tailscale-user-login': 'admin@example.com' };
+    const answer = await rawRequest({ port: nginx.port, localAddress: '127.0.0.2', headers: good(spoofed), body: '{}', ca: certPem });
     expect(answer.status).toBe(200);
     expect(JSON.parse(answer.body).reply).toBe('upstream');
     const last = seen.at(-1)!;
     expect(last.url).toBe('/service-channel/chat');
-    expect(last.headers['x-service-gateway']).toBeUndefined();
     expect(last.headers['x-real-ip']).toBe('127.0.0.2');
+    expect(last.headers['x-forwarded-for']).toBe('127.0.0.2');
+    expect(last.headers['x-forwarded-proto']).toBe('https');
+    expect(last.headers['x-service-edge']).toBe(edge);
+    // The knock line goes on (the plugin counts the lines: one, or the connection is closed).
+    expect(last.headers['x-service-gateway']).toBe(knock);
+    for (const name of ['forwarded', 'x-forwarded-host', 'tailscale-user-login']) expect(last.headers[name], name).toBeUndefined();
   });
 
   it.each([
@@ -125,12 +143,11 @@ describe('nginx site (real nginx on loopback)', () => {
     expect((await rawRequest({ port: nginx.port, localAddress: '127.0.0.3', path: '/other', method: 'GET', headers })).bytes.length).toBe(0);
   });
 
-  it('answers any other path with a JSON 404 (knock given)', async () => {
-    const answer = await rawRequest({ port: nginx.port, localAddress: '127.0.0.4', path: '/healthz', method: 'GET', headers: good() });
-    expect(answer.status).toBe(404);
-    expect(JSON.parse(answer.body).error.code).toBe('not_found');
-    const prefix = await rawRequest({ port: nginx.port, localAddress: '127.0.0.4', path: '/service-channel/chat/x', headers: good() });
-    expect(prefix.status).toBe(404);
+  it('closes any other path without a response, knock given (test/channel/edge.test.ts has the variants)', async () => {
+    const before = seen.length;
+    expect((await rawRequest({ port: nginx.port, localAddress: '127.0.0.4', path: '/healthz', method: 'GET', headers: good() })).bytes.length).toBe(0);
+    expect((await rawRequest({ port: nginx.port, localAddress: '127.0.0.4', path: '/service-channel/chat/x', headers: good() })).bytes.length).toBe(0);
+    expect(seen.length).toBe(before);
   });
 
   it('refuses a body over 64 KiB with a JSON 413', async () => {

@@ -50,3 +50,53 @@ describe('plugin nonce store', () => {
     await expect(small.accept('c-00000000000000', 10_000, 1_000)).rejects.toThrow(/more than 2/);
   });
 });
+
+interface Admitting {
+  admit(input: { nonce: string; expiresAtMs: number; nowMs: number; client?: string }): Promise<{ ok: true } | { ok: false; reason: string; retryAfterSeconds?: number }>;
+}
+const Admit = NonceStore as unknown as new (file: string, options?: { rateLimit?: number; rateWindowMs?: number; maxClients?: number }) => Admitting;
+
+describe('plugin rate window (same store)', () => {
+  const nonce = (i: number) => `nonce-${String(i).padStart(12, '0')}`;
+
+  it('at most 10 per client in any 60 s (a sliding window, bounds included), other clients unaffected; the refused request uses up its nonce', async () => {
+    const store = new Admit(path.join(tempDir(), 'nonces.json'));
+    const t0 = 1_000_000;
+    for (let i = 0; i < 10; i++) expect(await store.admit({ nonce: nonce(i), expiresAtMs: t0 + 400_000, nowMs: t0 + i * 1000, client: '198.51.100.1' })).toEqual({ ok: true });
+    const refused = await store.admit({ nonce: nonce(10), expiresAtMs: t0 + 400_000, nowMs: t0 + 30_000, client: '198.51.100.1' });
+    expect(refused).toEqual({ ok: false, reason: 'rate_limited', retryAfterSeconds: 31 });
+    expect(await store.admit({ nonce: nonce(10), expiresAtMs: t0 + 400_000, nowMs: t0 + 30_001, client: '198.51.100.2' })).toEqual({ ok: false, reason: 'replayed' });
+    expect(await store.admit({ nonce: nonce(11), expiresAtMs: t0 + 400_000, nowMs: t0 + 30_001, client: '198.51.100.2' })).toEqual({ ok: true });
+    // The first one leaves the window only after 60 s have fully passed (t0 + 60 000 still counts).
+    expect((await store.admit({ nonce: nonce(12), expiresAtMs: t0 + 400_000, nowMs: t0 + 60_000, client: '198.51.100.1' })).ok).toBe(false);
+    expect(await store.admit({ nonce: nonce(13), expiresAtMs: t0 + 400_000, nowMs: t0 + 60_001, client: '198.51.100.1' })).toEqual({ ok: true });
+    expect((await store.admit({ nonce: nonce(14), expiresAtMs: t0 + 400_000, nowMs: t0 + 60_002, client: '198.51.100.1' })).ok).toBe(false);
+  });
+
+  it('every 0.5 s for 59 s from one client: 10 accepted (the measurement of issue 18, without nginx)', async () => {
+    const store = new Admit(path.join(tempDir(), 'nonces.json'));
+    let accepted = 0;
+    for (let i = 0; i < 118; i++) if ((await store.admit({ nonce: nonce(i), expiresAtMs: 10_000_000, nowMs: 5_000_000 + i * 500, client: '203.0.113.5' })).ok) accepted++;
+    expect(accepted).toBe(10);
+  });
+
+  it('survives a restart (a new store on the same file), 0600', async () => {
+    const file = path.join(tempDir(), 'state', 'nonces.json');
+    const a = new Admit(file);
+    for (let i = 0; i < 10; i++) await a.admit({ nonce: nonce(i), expiresAtMs: 400_000, nowMs: 1000 + i, client: '198.51.100.9' });
+    const b = new Admit(file);
+    expect(await b.admit({ nonce: nonce(99), expiresAtMs: 400_000, nowMs: 2000, client: '198.51.100.9' })).toMatchObject({ ok: false, reason: 'rate_limited' });
+    expect(fs.statSync(file).mode & 0o777).toBe(0o600);
+    expect(JSON.parse(fs.readFileSync(file, 'utf8')).rate['198.51.100.9']).toHaveLength(10);
+  });
+
+  it('forgets a client whose requests left the window; fails closed past maxClients', async () => {
+    const file = path.join(tempDir(), 'nonces.json');
+    const store = new Admit(file, { maxClients: 2 });
+    await store.admit({ nonce: nonce(1), expiresAtMs: 400_000, nowMs: 1000, client: 'a' });
+    await store.admit({ nonce: nonce(2), expiresAtMs: 400_000, nowMs: 1000, client: 'b' });
+    await expect(store.admit({ nonce: nonce(3), expiresAtMs: 400_000, nowMs: 1000, client: 'c' })).rejects.toThrow(/more than 2 client addresses/);
+    expect((await store.admit({ nonce: nonce(4), expiresAtMs: 400_000, nowMs: 70_000, client: 'c' })).ok).toBe(true);
+    expect(Object.keys(JSON.parse(fs.readFileSync(file, 'utf8')).rate)).toEqual(['c']);
+  });
+});

@@ -82,7 +82,7 @@ describe('test vectors of docs/channel-protocol.md', () => {
   });
 
   it('the twin uses the same constants', () => {
-    for (const key of ['CHANNEL_PATH', 'CANONICAL_PREFIX', 'REPLAY_WINDOW_SECONDS', 'MAX_BODY_BYTES', 'MAX_MESSAGE_CHARS'] as const) {
+    for (const key of ['CHANNEL_PATH', 'CANONICAL_PREFIX', 'REPLAY_WINDOW_SECONDS', 'MAX_BODY_BYTES', 'MAX_MESSAGE_CHARS', 'RATE_LIMIT_REQUESTS', 'RATE_WINDOW_SECONDS'] as const) {
       expect(js[key], key).toBe(ts[key]);
     }
     for (const key of ['NONCE_PATTERN', 'TIMESTAMP_PATTERN', 'SIGNATURE_PATTERN', 'SESSION_ID_PATTERN'] as const) {
@@ -114,5 +114,25 @@ describe('request body (plugin)', () => {
     [JSON.stringify({ message: 'x'.repeat(32_001) }), false],
   ])('%s -> %s', (text, ok) => {
     expect(js.parseChannelRequest(text).ok).toBe(ok);
+  });
+
+  it.each([
+    ['invalid UTF-8', Buffer.from([0x7b, 0x22, 0x6d, 0x22, 0x3a, 0xff, 0x7d]), /not valid UTF-8/],
+    ['overlong UTF-8 for "/"', Buffer.concat([Buffer.from('{"message":"'), Buffer.from([0xc0, 0xaf]), Buffer.from('"}')]), /not valid UTF-8/],
+    ['a byte order mark', Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('{"message":"hi"}')]), /byte order mark/],
+    ['a duplicate key', Buffer.from('{"message":"a","sessionId":"s","message":"b"}'), /duplicate field: message/],
+    ['a duplicate key spelled with escapes', Buffer.from('{"\\u006dessage":"a","message":"b"}'), /duplicate field: message/],
+    ['an unpaired surrogate', Buffer.from('{"message":"a\\udc00"}'), /unpaired surrogate/],
+  ])('bytes with %s: refused', (_, body, message) => {
+    const result = js.parseChannelRequest(body as unknown as string);
+    expect(result.ok).toBe(false);
+    if (!result.ok) expect(result.message).toMatch(message);
+  });
+
+  it('UTF-8 text, nested values and escaped quotes in values do not confuse the key scan', () => {
+    const body = Buffer.from(JSON.stringify({ message: 'Grüße 👋 "quoted" {not: "a key"} \\', sessionId: 'abc' }));
+    expect(js.parseChannelRequest(body as unknown as string)).toEqual({ ok: true, value: { message: 'Grüße 👋 "quoted" {not: "a key"} \\', sessionId: 'abc' } });
+    const keys = (js as unknown as { topLevelKeys(t: string): string[] }).topLevelKeys(' { "a" : { "a": [1, {"a": "}"}] }, "b":"x\\"y" , "c": -1.5e3, "a": null } ');
+    expect(keys).toEqual(['a', 'b', 'c', 'a']);
   });
 });

@@ -55,6 +55,8 @@ const BROKEN: Array<[string, () => void | Promise<void>, RegExp, RegExp, boolean
   ['nginx', () => sb.write(LAYOUT.nginxSite, sb.read(LAYOUT.nginxSite)!.replace('limit_conn service_cn 3;', 'limit_conn zone=service_cn 3;'), 0o600), /nginx -t fails: .*zero size shared memory zone/, /write our site again/, true],
   ['nginx-limit-conn', () => sb.write(LAYOUT.nginxSite, sb.read(LAYOUT.nginxSite)!.replace('limit_conn service_cn 3;', 'limit_conn zone=service_cn 3;'), 0o600), /limit_conn zone=/, /limit_conn service_cn 3;/, true],
   ['tls-cert', () => fs.rmSync(path.join(sb.root, LAYOUT.tlsCert)), /channel\.crt is missing/, /install --channel|--channel/, false],
+  ['channel-limits', () => fs.rmSync(path.join(sb.state, 'nft-table')), /table inet service_deploy_channel is not loaded/, /load it again/, true],
+  ['channel-port', () => state('ufw-active'), /ufw is active and does not allow 18790\/tcp/, /allow the port/, false],
   ['guard-cron', () => fs.rmSync(path.join(sb.root, LAYOUT.guardCron)), /hourly enforcer is not in place.*service-guard: create/, /guard script and its cron entry/, true],
   ['memory', () => { const old = new Date(Date.now() - 2 * 3600_000); fs.utimesSync(path.join(sb.root, LAYOUT.qmdRefreshStamp), old, old); }, /memory index was last refreshed 120 min ago \(the timer runs every 15 min\)/, /refresh it now/, false],
   ['mesh', () => fs.rmSync(path.join(sb.state, 'ts-serve')), /not served over the mesh/, /enable Serve and Funnel at the network level, then re-run the install/, false],
@@ -124,7 +126,7 @@ describe('each check: broken fixture fails (or warns) with its fix; healthy pass
     sb.write(LAYOUT.channelDropIn, (await import('../../src/steps/channel.js')).channelDropInContent());
     const report = await check('channel-drop-in');
     expect(report.status).toBe('fail');
-    expect(report.message).toMatch(new RegExp(`running gateway \\(pid ${sb.gatewayPid()}\\) lacks SERVICE_CHANNEL_TOKEN, SERVICE_CHANNEL_KNOCK, SERVICE_TS_HOSTNAME: every chat call fails with 503 "misconfigured"`));
+    expect(report.message).toMatch(new RegExp(`running gateway \\(pid ${sb.gatewayPid()}\\) lacks SERVICE_CHANNEL_TOKEN, SERVICE_CHANNEL_KNOCK, SERVICE_TS_HOSTNAME, SERVICE_CHANNEL_EDGE: every chat call fails with 503 "misconfigured"`));
     expect(report.commands).toContain('XDG_RUNTIME_DIR=/run/user/0 systemctl --user daemon-reload');
     expect(report.action).toBe('gateway-restart');
   });

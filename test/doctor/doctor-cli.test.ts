@@ -50,23 +50,25 @@ describe('service-deploy doctor (binary, sandbox)', () => {
     fs.chmodSync(path.join(sb.root, LAYOUT.channelEnv), 0o644);
     sb.write(LAYOUT.nginxSite, sb.read(LAYOUT.nginxSite)!.replace('limit_conn service_cn 3;', 'limit_conn zone=service_cn 3;'), 0o600);
     fs.rmSync(path.join(sb.root, LAYOUT.guardCron));
+    fs.rmSync(path.join(sb.state, 'nft-table')); // the connection limits flushed from the kernel
 
     const before = await sb.run(['doctor', '--json']);
     expect(before.exitCode).toBe(1);
     const failed = JSON.parse(String(before.stdout)).checks.filter((r: { status: string }) => r.status === 'fail');
     expect(failed.map((r: { id: string }) => r.id).sort()).toEqual(
       // secrets: the direct vendor provider's key sits in openclaw.json in plain text.
-      ['channel-drop-in', 'channel-env', 'config-valid', 'gateway-auth', 'gateway-bind', 'guard-cron', 'nginx', 'nginx-limit-conn', 'providers', 'secrets'].sort(),
+      ['channel-drop-in', 'channel-env', 'channel-limits', 'config-valid', 'gateway-auth', 'gateway-bind', 'guard-cron', 'nginx', 'nginx-limit-conn', 'providers', 'secrets'].sort(),
     );
     expect(failed.filter((r: { fixable: boolean }) => !r.fixable).map((r: { id: string }) => r.id)).toEqual(['config-valid']);
 
     sb.clearCalls();
     const fixed = await sb.run(['doctor', '--fix', '--json']);
     const out = JSON.parse(String(fixed.stdout));
-    expect(out.fixes.map((f: { id: string; ok: boolean }) => [f.id, f.ok])).toEqual([['cron', true], ['guard', true], ['nginx-site', true]]);
+    expect(out.fixes.map((f: { id: string; ok: boolean }) => [f.id, f.ok])).toEqual([['cron', true], ['guard', true], ['nginx-site', true], ['channel-limits', true]]);
     expect(out.checks.filter((r: { status: string }) => r.status !== 'pass').map((r: { id: string; message: string }) => `${r.id}: ${r.message}`)).toEqual([]);
     expect(fixed.exitCode).toBe(0);
-    expect(out.before.filter((r: { status: string }) => r.status === 'fail')).toHaveLength(10);
+    expect(out.before.filter((r: { status: string }) => r.status === 'fail')).toHaveLength(11);
+    expect(sb.calls('nft').map((call) => call.args.join(' '))).toContain(`-f ${path.join(sb.root, LAYOUT.channelFirewallRules)}`);
     // One gateway restart (by the guard), one nginx restart.
     const restarts = sb.calls('systemctl').filter((call) => call.args.includes('restart')).map((call) => call.args.join(' '));
     expect(restarts).toEqual([`--user restart ${LAYOUT.gatewayUnit}`, 'restart nginx']);
@@ -124,7 +126,7 @@ describe('doctor after a real install (the same checks serve install and doctor)
       const out = JSON.parse(String(run.stdout));
       const notPass = Object.fromEntries(out.checks.filter((c: { status: string }) => c.status !== 'pass').map((c: { id: string; status: string }) => [c.id, c.status]));
       // The sandbox has no listeners (ss-output) and the stand-in gateway has no real pid; nothing else may differ.
-      expect(notPass).toEqual({ 'channel-env': 'skip', 'channel-drop-in': 'skip', nginx: 'skip', 'nginx-limit-conn': 'skip', 'tls-cert': 'skip' });
+      expect(notPass).toEqual({ 'channel-env': 'skip', 'channel-drop-in': 'skip', nginx: 'skip', 'nginx-limit-conn': 'skip', 'tls-cert': 'skip', 'channel-limits': 'skip', 'channel-port': 'skip' });
     } finally {
       await plain.close();
     }

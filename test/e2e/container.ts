@@ -182,7 +182,9 @@ export class Container {
   /** Runs a bash script inside the container as root (environment: BASE_ENV + env; no secrets here: they would be in our own environment only, never argv). */
   async sh(script: string, options: { timeoutMs?: number; env?: Record<string, string>; input?: string } = {}): Promise<ShResult> {
     const started = Date.now();
-    const result = await execa('nsenter', ['-t', String(this.initPid), '-a', '/bin/bash', '-c', `cd /root && ${script}`], {
+    // Without CAP_NET_ADMIN: the container shares this machine's network namespace, so
+    // nothing run inside may change its firewall or network (as in a container VPS).
+    const result = await execa('setpriv', ['--bounding-set', '-net_admin', 'nsenter', '-t', String(this.initPid), '-a', '/bin/bash', '-c', `cd /root && ${script}`], {
       env: { ...BASE_ENV, ...options.env },
       extendEnv: false,
       reject: false,

@@ -13,6 +13,7 @@ import { CHANNEL_PORT, GATEWAY_PORT, GATEWAY_UNIT, World, channelPost, log, seco
 import { filesWithSecrets, scanWorldReadable } from './secrets.js';
 import { confinementStep } from './confinement.js';
 import { memoryAfterRestore, memoryAndHeartbeat } from './memory.js';
+import { doctorWarnsLimits, limitsSkippedInContainer, meshPathRefusedEdgePathWorks } from './channel-edge.js';
 
 const components = JSON.parse(fs.readFileSync(path.join(REPO, 'templates/components.json'), 'utf8'));
 const profile = JSON.parse(fs.readFileSync(path.join(REPO, 'templates/service-profile.json'), 'utf8'));
@@ -121,6 +122,7 @@ describe.sequential('a partner deploys and operates the agent on a real server (
     expect(knock.length).toBeGreaterThanOrEqual(16);
     world.secrets.channelToken = token;
     world.secrets.channelKnock = knock;
+    report.channelLimits = limitsSkippedInContainer(fresh);
   });
 
   step('2. gateway user service active with the drop-in variables; /healthz; nginx on 18790; cron entry; mesh client', 3 * 60_000, async () => {
@@ -169,7 +171,7 @@ test -f /root/.config/systemd/user/${GATEWAY_UNIT}.d/service-env.conf && echo "o
     expect(await filesWithSecrets(c, world.secrets, LOGS)).toEqual([]);
   });
 
-  step('3. signed chat through nginx gets the stand-in model reply; wrong knock -> no response; 11th request in a minute -> 429', 5 * 60_000, async () => {
+  step('3. signed chat through nginx gets the stand-in model reply; wrong knock -> no response; 11th request in a minute -> 429; straight to the gateway (the mesh side) the route is absent', 5 * 60_000, async () => {
     const answer = await chat('hello from the e2e');
     expect(answer.model).toBe(`${PROVIDER}/${DEFAULT_MODEL}`);
     expect(answer.reply).toContain(`STAND-IN REPLY from ${DEFAULT_MODEL}`);
@@ -194,6 +196,7 @@ test -f /root/.config/systemd/user/${GATEWAY_UNIT}.d/service-env.conf && echo "o
     expect(statuses.slice(0, 10)).toEqual(Array(10).fill(401));
     expect(statuses[10]).toBe(429);
     report.rateLimit = statuses;
+    report.edgePaths = await meshPathRefusedEdgePathWorks(world);
   });
 
   step('4. re-run with the same answers: 0 changed, gateway not restarted', 5 * 60_000, async () => {
@@ -270,6 +273,7 @@ systemctl restart nginx || true`);
     expect(os.status).toBe('warn');
     const whole = await world.deploy('doctor --json');
     expect(whole.exitCode, JSON.stringify(failing(whole.json))).toBe(0);
+    doctorWarnsLimits(whole.json);
     report.doctorAfterFix = after.json.summary;
     expect(await c.ok(`test -f /root/.config/systemd/user/${GATEWAY_UNIT}.d/service-env.conf && grep -c 'limit_conn service_cn 3;' /etc/nginx/conf.d/service-channel.conf`)).toBe('1\n');
     const answer = await chat('still there after the repairs?');
@@ -308,10 +312,11 @@ true`);
     expect(answer.reply).toContain('back after the restore?');
   });
 
-  step('8. confinement (after the restore): exfiltration attempts refused, MCP/browser/workspace still work, sandbox exposure, the runtime\'s own audits', 15 * 60_000, () => confinementStep(world, chat, report));
   step('7b. memory after restore: the index was in the backup and finds the memory file again', 5 * 60_000, async () => {
     await memoryAfterRestore(world);
   });
+
+  step('8. confinement (after the restore): exfiltration attempts refused, MCP/browser/workspace still work, sandbox exposure, the runtime\'s own audits', 15 * 60_000, () => confinementStep(world, chat, report));
 
   step('no secret in process arguments, the install/guard logs or any world-readable file', 5 * 60_000, async () => {
     world.argv.stop();

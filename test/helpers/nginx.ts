@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
@@ -39,15 +39,38 @@ http {
 export interface RunningNginx {
   dir: string;
   port: number;
+  /** The master process (its workers are its children). */
+  pid: number;
   errorLog(): string;
+  /** Every file the site and nginx.conf log to, read now (access and error logs). */
+  logs(): string;
   stop(): Promise<void>;
 }
 
+/**
+ * An nginx binary to run: this machine's (default) or another release unpacked from its
+ * Debian package (test/helpers/nginx-versions.ts). `argv` builds the command line.
+ */
+export interface NginxBinary {
+  version: string;
+  /** Command and arguments that run nginx with `args`. */
+  argv(args: string[]): [string, string[]];
+  /** Whether it knows -e (nginx 1.19.5+); older ones open their built-in error log first. */
+  hasE: boolean;
+}
+
+export const SYSTEM_NGINX: NginxBinary = { version: 'system', argv: (args) => [NGINX, args], hasE: true };
+
+function nginxArgs(binary: NginxBinary, dir: string, extra: string[] = []): [string, string[]] {
+  return binary.argv([...extra, '-p', dir, '-c', path.join(dir, 'nginx.conf'), ...(binary.hasE ? ['-e', path.join(dir, 'error.log')] : [])]);
+}
+
 /** `nginx -t` on a throwaway prefix with this site; returns its exit code and output. */
-export async function nginxTest(siteText: string): Promise<{ code: number; output: string }> {
+export async function nginxTest(siteText: string, binary: NginxBinary = SYSTEM_NGINX): Promise<{ code: number; output: string }> {
   const dir = prepare(siteText);
+  const [command, args] = nginxArgs(binary, dir, ['-t']);
   return new Promise((resolve) => {
-    const child = spawn(NGINX, ['-t', '-p', dir, '-c', path.join(dir, 'nginx.conf'), '-e', path.join(dir, 'error.log')], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     child.stdout.on('data', (d) => (output += d));
     child.stderr.on('data', (d) => (output += d));
@@ -64,33 +87,60 @@ function prepare(siteText: string): string {
   return dir;
 }
 
-/** A real nginx in the foreground on loopback; stop() kills it (also on test failure, via afterAll). */
-export async function startNginx(siteText: string, port: number): Promise<RunningNginx> {
+export interface StartOptions {
+  binary?: NginxBinary;
+  /** Run inside this network namespace (readiness is read from its `ss`). */
+  netns?: string;
+  /** Address the site listens on (readiness probe); default 127.0.0.1. */
+  host?: string;
+}
+
+/** A real nginx in the foreground; stop() kills it (also on test failure, via afterAll). */
+export async function startNginx(siteText: string, port: number, options: StartOptions = {}): Promise<RunningNginx> {
   const dir = prepare(siteText);
-  const child: ChildProcess = spawn(NGINX, ['-p', dir, '-c', path.join(dir, 'nginx.conf'), '-e', path.join(dir, 'error.log')], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const [command, args] = nginxArgs(options.binary ?? SYSTEM_NGINX, dir);
+  const [cmd, argv] = options.netns ? ['ip', ['netns', 'exec', options.netns, command, ...args]] : [command, args];
+  const child: ChildProcess = spawn(cmd, argv, { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr!.on('data', (d) => (stderr += d));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const deadline = Date.now() + 15_000;
+  const deadline = Date.now() + 30_000;
+  const host = options.host ?? '127.0.0.1';
   for (;;) {
     if (child.exitCode !== null) throw new Error(`nginx exited: ${stderr}${readLog(dir)}`);
-    if (await canConnect(port)) break;
+    if (options.netns ? listensIn(options.netns, host, port) : await canConnect(port, host)) break;
     if (Date.now() > deadline) {
       child.kill('SIGKILL');
-      throw new Error(`nginx did not listen on ${port}: ${stderr}${readLog(dir)}`);
+      throw new Error(`nginx did not listen on ${host}:${port} within 30 s: ${stderr}${readLog(dir)}`);
     }
     await new Promise((r) => setTimeout(r, 50));
   }
+  const masterPid = Number(fs.readFileSync(path.join(dir, 'nginx.pid'), 'utf8').trim());
   return {
     dir,
     port,
+    pid: masterPid,
     errorLog: () => readLog(dir),
+    logs: () => fs.readdirSync(dir).filter((f) => f.endsWith('.log')).map((f) => fs.readFileSync(path.join(dir, f), 'utf8')).join('\n'),
     stop: async () => {
-      if (child.exitCode === null) child.kill('SIGTERM');
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
-      if (child.exitCode === null) child.kill('SIGKILL');
+      // The master (under `ip netns exec` or a loader, our child is not always nginx itself).
+      for (const signal of ['SIGTERM', 'SIGKILL'] as const) {
+        try {
+          process.kill(masterPid, signal);
+        } catch {
+          // gone
+        }
+        if (child.exitCode === null) child.kill(signal);
+        const gone = await Promise.race([exited.then(() => true), new Promise((r) => setTimeout(() => r(false), 5000))]);
+        if (gone) break;
+      }
     },
   };
+}
+
+function listensIn(netns: string, host: string, port: number): boolean {
+  const out = spawnSync('ip', ['netns', 'exec', netns, 'ss', '-Hltn'], { encoding: 'utf8' }).stdout ?? '';
+  return out.split('\n').some((line) => line.includes(`${host}:${port} `));
 }
 
 function readLog(dir: string): string {
@@ -101,9 +151,9 @@ function readLog(dir: string): string {
   }
 }
 
-function canConnect(port: number): Promise<boolean> {
+function canConnect(port: number, host = '127.0.0.1'): Promise<boolean> {
   return new Promise((resolve) => {
-    const s = net.connect({ host: '127.0.0.1', port }, () => {
+    const s = net.connect({ host, port }, () => {
       s.destroy();
       resolve(true);
     });
@@ -182,4 +232,53 @@ function dechunk(text: string): string {
     out += rest.slice(eol + 2, eol + 2 + size);
     rest = rest.slice(eol + 2 + size + 2);
   }
+}
+
+export interface Exchange {
+  /** Every application byte the server sent (after the TLS handshake). */
+  bytes: Buffer;
+  text: string;
+  status?: number;
+  /** How it ended: the server closed (or reset) the connection, or our wait ran out. */
+  end: 'closed' | 'timeout' | 'tls-error';
+  ms: number;
+}
+
+/**
+ * Sends `data` exactly as given (over TLS unless `plain`) and collects the answer until
+ * the server closes the connection or `waitMs` passes. For malformed and hostile
+ * requests rawRequest() cannot write.
+ */
+export function rawExchange(options: { port: number; host?: string; localAddress?: string; data: string | Buffer | Array<string | Buffer>; plain?: boolean; waitMs?: number; pauseMs?: number }): Promise<Exchange> {
+  return new Promise((resolve) => {
+    const started = Date.now();
+    const chunks: Buffer[] = [];
+    const parts = Array.isArray(options.data) ? options.data : [options.data];
+    let done = false;
+    const finish = (end: Exchange['end']) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      socket.destroy();
+      const bytes = Buffer.concat(chunks);
+      const text = bytes.toString('latin1');
+      const status = /^HTTP\/1\.[01] (\d{3})/.exec(text)?.[1];
+      resolve({ bytes, text, status: status ? Number(status) : undefined, end, ms: Date.now() - started });
+    };
+    const send = async () => {
+      for (const [i, part] of parts.entries()) {
+        if (i > 0 && options.pauseMs) await new Promise((r) => setTimeout(r, options.pauseMs));
+        if (socket.destroyed) return;
+        socket.write(part);
+      }
+    };
+    const base = { host: options.host ?? '127.0.0.1', port: options.port, ...(options.localAddress ? { localAddress: options.localAddress } : {}) };
+    const socket: net.Socket = options.plain
+      ? net.connect(base, () => void send())
+      : tls.connect({ ...base, rejectUnauthorized: false, servername: 'localhost' }, () => void send());
+    const timer = setTimeout(() => finish('timeout'), options.waitMs ?? 5000);
+    socket.on('data', (d: Buffer) => chunks.push(d));
+    socket.on('error', (error: NodeJS.ErrnoException) => finish(error.code === 'ECONNRESET' || error.code === 'EPIPE' ? 'closed' : 'tls-error'));
+    socket.on('close', () => finish('closed'));
+  });
 }

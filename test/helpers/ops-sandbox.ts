@@ -9,6 +9,7 @@ import { createHost, type Host } from '../../src/host/index.js';
 import { LAYOUT } from '../../src/layout.js';
 import { loadProfile } from '../../src/profile.js';
 import { channelDropInContent, channelEnvContent } from '../../src/steps/channel.js';
+import { firewallFiles } from '../../src/steps/channel-firewall.js';
 import { gatewayUnitFile } from '../../src/steps/gateway-service.js';
 import { guardCron, guardScript } from '../../src/steps/guard.js';
 import { SERVE_TARGET } from '../../src/steps/mesh-client.js';
@@ -27,6 +28,7 @@ export const OPS_ANSWERS = {
 export const CHANNEL = {
   token: 'chan_tok_Zq8v3Xy7Lm2Np5Rs9Tu4Wv6Xy',
   knock: 'knock_Hj3Kl5Mn7Pq9Rs2Tu4Vw6Xy8Z',
+  edge: 'edge_Bc4Df6Gh8Jk2Lm4Np6Qr8St0V',
 };
 
 const STANDINS = path.join(REPO, 'test/helpers/standins');
@@ -90,7 +92,13 @@ export async function makeHealthySandbox(options: { channel?: boolean } = {}): P
     const { cert, key } = testCertificate();
     write(LAYOUT.tlsCert, cert, 0o644);
     write(LAYOUT.tlsKey, key, 0o600);
-    write(LAYOUT.nginxSite, renderNginxSite({ ...PRODUCTION_SITE, knock: CHANNEL.knock }), 0o600);
+    write(LAYOUT.nginxSite, renderNginxSite({ ...PRODUCTION_SITE, knock: CHANNEL.knock, edge: CHANNEL.edge, allow: [] }), 0o600);
+    // The connection limits: files, the table "loaded" in the nft stand-in, the unit enabled and active.
+    const firewall = firewallFiles([], '/usr/sbin/nft');
+    for (const file of [firewall.rules, firewall.unit]) write(file.path, file.content, file.mode);
+    fs.writeFileSync(path.join(sb.state, 'nft-table'), firewall.rules.content);
+    fs.writeFileSync(path.join(sb.state, `system-${LAYOUT.channelFirewallUnit}.enabled`), '');
+    fs.writeFileSync(path.join(sb.state, `system-${LAYOUT.channelFirewallUnit}.active`), '');
   }
   const state = (name: string, content = '') => fs.writeFileSync(path.join(sb.state, name), content);
   state('dpkg-installed', 'tailscale\n');

@@ -54,11 +54,11 @@ describe('install in a sandbox root', () => {
     expect(out.steps.map((s: { id: string }) => s.id)).toEqual([
       'preflight', 'package-lock', 'system-packages', 'node-runtime', 'agent-runtime', 'mesh-client', 'memory',
       'context-engine', 'mcp', 'browser', 'answers', 'channel-env', 'channel-plugin', 'channel-drop-in', 'channel-tls',
-      'channel-nginx', 'runtime-secrets', 'runtime-config', 'gateway-service', 'memory-index', 'guard', 'health',
+      'channel-nginx', 'channel-limits', 'channel-port', 'runtime-secrets', 'runtime-config', 'gateway-service', 'memory-index', 'guard', 'health',
     ]);
     // The channel endpoint is the catalog deploy's (or --channel's) only.
     expect(out.steps.filter((s: { status: string }) => s.status === 'skipped').map((s: { id: string }) => s.id)).toEqual([
-      'channel-env', 'channel-plugin', 'channel-drop-in', 'channel-tls', 'channel-nginx',
+      'channel-env', 'channel-plugin', 'channel-drop-in', 'channel-tls', 'channel-nginx', 'channel-limits', 'channel-port',
     ]);
 
     const cfg = config(sb);
@@ -264,7 +264,11 @@ describe('install in a sandbox root', () => {
     const bin = path.join(process.cwd(), 'dist/service-deploy');
     const renderedSite = await execa(bin, ['render', 'nginx'], { env: sb.env(), extendEnv: false, stripFinalNewline: false });
     const knock = /^SERVICE_CHANNEL_KNOCK=(\S+)$/m.exec(env)![1]!;
-    expect(renderedSite.stdout).toBe(site.split(knock).join('****'));
+    const edge = /^SERVICE_CHANNEL_EDGE=(\S+)$/m.exec(env)![1]!;
+    expect(renderedSite.stdout).toBe(site.split(knock).join('****').split(edge).join('****'));
+    // The connection limits: the table loaded (nft stand-in) from the file render prints.
+    const renderedFirewall = await execa(bin, ['render', 'firewall'], { env: sb.env(), extendEnv: false, stripFinalNewline: false });
+    expect(renderedFirewall.stdout).toBe(sb.read('etc/service-deploy/channel-firewall.nft'));
     const renderedEnv = await execa(bin, ['render', 'channel-env', '--show-secrets'], { env: sb.env(), extendEnv: false, stripFinalNewline: false });
     expect(renderedEnv.stdout).toBe(env);
   });

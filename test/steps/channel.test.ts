@@ -117,7 +117,7 @@ describe('channel TLS and nginx steps (real openssl, real nginx -t)', () => {
     bin = standIn(path.join(prefix, 'bin'), 'nginx', `#!/bin/sh
 echo "nginx $*" >> ${calls}
 if [ -f ${failFlag} ]; then echo 'nginx: [emerg] zero size shared memory zone "service_cn"' >&2; echo 'nginx: configuration file /etc/nginx/nginx.conf test failed' >&2; exit 1; fi
-sed -e "s#/etc/service-deploy/#${root}/etc/service-deploy/#g" ${root}/etc/nginx/conf.d/service-channel.conf > ${prefix}/site.conf
+sed -e "s#/etc/service-deploy/#${root}/etc/service-deploy/#g" -e "s#/var/log/nginx/#${prefix}/#g" ${root}/etc/nginx/conf.d/service-channel.conf > ${prefix}/site.conf
 exec ${NGINX} -t -p ${prefix} -c ${prefix}/nginx.conf -e ${prefix}/error.log
 `);
     standIn(bin, 'systemctl', `#!/bin/sh\necho "systemctl $*" >> ${calls}\n[ "$1" = is-active ] && exit 3\nexit 0\n`);

@@ -2,13 +2,13 @@ import { LAYOUT } from '../../layout.js';
 import { octal } from '../../pipeline/files.js';
 import { fail, pass, skip, type Check } from '../types.js';
 
-export const CHANNEL_VARIABLES = ['SERVICE_CHANNEL_TOKEN', 'SERVICE_CHANNEL_KNOCK', 'SERVICE_TS_HOSTNAME'] as const;
+export const CHANNEL_VARIABLES = ['SERVICE_CHANNEL_TOKEN', 'SERVICE_CHANNEL_KNOCK', 'SERVICE_TS_HOSTNAME', 'SERVICE_CHANNEL_EDGE'] as const;
 export const NOT_CONFIGURED = 'no channel endpoint on this server (only the catalog deploy or install --channel configures it)';
 const REINSTALL = 'service-deploy install --channel';
 
 export const channelEnvCheck: Check = {
   id: 'channel-env',
-  title: 'channel.env present, 0600, three variables',
+  title: 'channel.env present, 0600, its variables set',
   async run(ctx) {
     if (!(await ctx.channelConfigured())) return skip(NOT_CONFIGURED);
     const env = await ctx.channelEnv();

@@ -1,6 +1,6 @@
 import { X509Certificate } from 'node:crypto';
 import { LAYOUT } from '../../layout.js';
-import { TLS_KEY_BITS, TLS_RENEW_BEFORE_DAYS } from '../../channel/tls.js';
+import { TLS_KEY_BITS, TLS_MIN_PERIOD_DAYS, TLS_RENEW_BEFORE_DAYS, isSelfSigned } from '../../channel/tls.js';
 import { octal } from '../../pipeline/files.js';
 import { NOT_CONFIGURED } from './channel-env.js';
 import { fail, pass, skip, warn, type Check } from '../types.js';
@@ -33,6 +33,9 @@ export const tlsCertCheck: Check = {
     if (cert.publicKey.asymmetricKeyType !== 'rsa' || bits !== TLS_KEY_BITS) {
       return warn(`the certificate key is ${cert.publicKey.asymmetricKeyType} ${bits ?? '?'}, the spec asks for RSA ${TLS_KEY_BITS}`, RENEW_FIX, { commands: [RENEW] });
     }
+    if (!isSelfSigned(cert)) return warn(`the certificate is not self-signed (issuer: ${cert.issuer.replace(/\n/g, ', ')}); the spec asks for a self-signed one, and the next install replaces it`, RENEW_FIX, { commands: [RENEW] });
+    const period = Math.floor((new Date(cert.validTo).getTime() - new Date(cert.validFrom).getTime()) / DAY_MS);
+    if (period < TLS_MIN_PERIOD_DAYS) return warn(`the certificate was issued for ${period} days, the spec asks for 10 years; the next install replaces it`, RENEW_FIX, { commands: [RENEW] });
     if (daysLeft < TLS_RENEW_BEFORE_DAYS) return warn(`the certificate expires in ${daysLeft} days (${cert.validTo})`, RENEW_FIX, { commands: [RENEW] });
     return pass(`RSA ${bits}, valid until ${cert.validTo} (${daysLeft} days)`);
   },
