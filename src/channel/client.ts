@@ -240,7 +240,7 @@ const HINTS: Record<string, string> = {
   invalid_signature: `the token or protocol version differs from the server's; compare ${ENV.token} with the server's ${LAYOUT.channelEnv}`,
   timestamp_out_of_window: "this machine's clock is more than 5 minutes off; enable NTP (timedatectl set-ntp true)",
   nonce_replayed: 'send the message again: each attempt needs a new nonce',
-  rate_limited: 'at most 10 messages a minute and 3 at once per address; wait a minute',
+  rate_limited: 'at most 10 messages a minute and 3 at once per address',
   misconfigured: 'on the server, re-run the catalog deploy (`service-deploy install --channel`): the gateway has not loaded channel.env',
   agent_unavailable: 'retry later; on the server, check `openclaw gateway status` and the gateway log',
   gateway_unavailable: 'the gateway behind nginx is down or slow; on the server, check `openclaw gateway status`',
@@ -266,9 +266,12 @@ export function interpretResponse(response: RawResponse): ChannelResponse {
   const error = (parsed as { error?: { code?: unknown; message?: unknown } } | undefined)?.error;
   const code = typeof error?.code === 'string' ? error.code : undefined;
   const message = typeof error?.message === 'string' ? error.message : response.body.slice(0, 200).trim();
+  const retryAfter = Number(response.headers['retry-after']);
+  const wait = Number.isInteger(retryAfter) && retryAfter > 0 && retryAfter <= 3600 ? `retry in ${retryAfter} s (the server's Retry-After)` : undefined;
+  const hint = code ? HINTS[code] : undefined;
   throw new DeployError(
     `the channel refused the message: HTTP ${response.status}${code ? ` ${code}` : ''}${message ? `: ${message}` : ''}`,
-    code ? HINTS[code] : undefined,
+    hint && wait ? `${hint}; ${wait}` : (hint ?? wait),
   );
 }
 

@@ -97,6 +97,16 @@ describe('service-deploy chat (client)', () => {
     expect((error as DeployError).hint).toMatch(/install --channel/);
   });
 
+  it('a 429 names the limit and when to retry, from the server\'s Retry-After', async () => {
+    standIn.answerNext = { status: 429, body: { error: { code: 'rate_limited', message: 'at most 10 requests in any 60 s per client' } }, headers: { 'retry-after': '17' } };
+    const error = await chat({ message: 'x', insecure: true }).catch((e: unknown) => e);
+    expect((error as DeployError).message).toMatch(/HTTP 429 rate_limited/);
+    expect((error as DeployError).hint).toBe('at most 10 messages a minute and 3 at once per address; retry in 17 s (the server\'s Retry-After)');
+    standIn.answerNext = { status: 429, body: { error: { code: 'rate_limited', message: 'x' } }, headers: { 'retry-after': 'soon; rm -rf' } };
+    const garbled = await chat({ message: 'x', insecure: true }).catch((e: unknown) => e);
+    expect((garbled as DeployError).hint).toBe('at most 10 messages a minute and 3 at once per address');
+  });
+
   it('reads token and knock from files', async () => {
     const dir = tempDir();
     fs.writeFileSync(path.join(dir, 't'), `${token}\n`);

@@ -57,9 +57,20 @@ function expectInstallOk(run: InstallRun): void {
 
 /** `service-deploy chat` on the server itself (it reads channel.env and trusts the deploy's certificate). */
 async function chat(message: string): Promise<{ reply: string; sessionId: string; model: string }> {
-  const r = await world.deploy(`chat --message '${message}' --json --timeout 120`, { timeoutMs: 180_000 });
-  expect(r.exitCode, `chat exit ${r.exitCode}: ${r.stdout}\n${r.stderr}`).toBe(0);
-  return r.json;
+  // The channel admits 10 messages a minute per address; steps that chat more than that
+  // (the exfiltration attempts) back off as a real client would: for the Retry-After the
+  // server sends, within a budget of three windows.
+  const deadline = Date.now() + 3 * 60_000;
+  for (;;) {
+    const r = await world.deploy(`chat --message '${message}' --json --timeout 120`, { timeoutMs: 180_000 });
+    const wait = /HTTP 429 rate_limited[\s\S]*retry in (\d+) s/.exec(r.stderr);
+    if (r.exitCode !== 0 && wait && Date.now() + Number(wait[1]) * 1000 < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, Number(wait[1]) * 1000));
+      continue;
+    }
+    expect(r.exitCode, `chat exit ${r.exitCode}: ${r.stdout}\n${r.stderr}`).toBe(0);
+    return r.json;
+  }
 }
 
 /** Waits until the gateway answers /healthz (after a restart it takes 10-20 s to come up). */

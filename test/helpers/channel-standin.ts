@@ -13,7 +13,7 @@ export interface ChannelStandIn {
   /** Every request that reached the HTTP layer (after TLS), with its headers and body. */
   requests: Array<{ headers: Record<string, string | string[] | undefined>; body: string }>;
   /** The next answer instead of the echo, once. */
-  answerNext?: { status: number; body: unknown };
+  answerNext?: { status: number; body: unknown; headers?: Record<string, string> };
   close(): Promise<void>;
 }
 
@@ -42,14 +42,14 @@ export async function startChannelStandIn(secrets: { token: string; knock: strin
         req.socket.destroy();
         return;
       }
-      const send = (status: number, value: unknown) => {
-        res.writeHead(status, { 'content-type': 'application/json' });
+      const send = (status: number, value: unknown, headers: Record<string, string> = {}) => {
+        res.writeHead(status, { 'content-type': 'application/json', ...headers });
         res.end(JSON.stringify(value));
       };
       if (state.answerNext) {
         const next = state.answerNext;
         state.answerNext = undefined;
-        return send(next.status, next.body);
+        return send(next.status, next.body, next.headers);
       }
       const verdict = verifyRequest({ token: secrets.token, method: req.method ?? '', path: req.url ?? '', headers: req.headers, body, nowSeconds: Date.now() / 1000 });
       if (!verdict.ok) return send(401, { error: { code: verdict.code, message: verdict.message } });
