@@ -1,5 +1,5 @@
 import { DeployError } from '../errors.js';
-import type { Host } from '../host/index.js';
+import { readOnlyHost, type Host } from '../host/index.js';
 import { LAYOUT } from '../layout.js';
 import { loadProfile } from '../profile.js';
 import { parseRuntimeConfig, serializeRuntimeConfig } from '../config/runtime-config.js';
@@ -36,7 +36,9 @@ export const GUARD_TAG = 'service-guard';
  * masked) to syslog and guard.log. A correct server is left untouched: no write,
  * no restart; one "ok" line goes to syslog so doctor can tell when the guard last ran.
  */
-export async function runGuard(host: Host, options: GuardOptions): Promise<GuardOutcome> {
+export async function runGuard(given: Host, options: GuardOptions): Promise<GuardOutcome> {
+  // --check runs on the read-only host: any write would be a bug, and throws.
+  const host = options.check ? readOnlyHost(given) : given;
   const lock = options.check ? undefined : await host.locks.acquire(LAYOUT.guardLock, 'guard');
   try {
     const outcome = await enforce(host, options);

@@ -10,6 +10,7 @@ import { Services } from './services.js';
 
 export { ROOT_OWNER, type Owner, type FileInfo } from './files.js';
 export { MASK, maskSecret } from './redact.js';
+export { CheckModeViolation, readOnlyHost } from './read-only.js';
 
 /**
  * The only door to the machine. Steps, checks and commands receive a Host and
@@ -29,6 +30,8 @@ export interface Host {
   readonly redactor: Redactor;
   readonly log: Logger;
   readonly env: NodeJS.ProcessEnv;
+  /** True for the check-mode host (host/read-only.ts): every change throws. */
+  readonly readOnly: boolean;
   now(): Date;
 }
 
@@ -56,6 +59,7 @@ export function createHost(options: HostOptions = {}): Host {
     redactor,
     log,
     env,
+    readOnly: false,
     now: () => new Date(),
   };
 }

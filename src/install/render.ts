@@ -1,6 +1,6 @@
 import { serializeRuntimeConfig } from '../config/runtime-config.js';
 import { DeployError } from '../errors.js';
-import { createHost } from '../host/index.js';
+import { createHost, readOnlyHost } from '../host/index.js';
 import { gatewayUnitFile } from '../steps/gateway-service.js';
 import { guardCron, guardScript } from '../steps/guard.js';
 import { desiredFor, readRuntimeConfig } from '../steps/runtime-config.js';
@@ -22,7 +22,8 @@ export interface RenderRequest {
 
 /** `service-deploy render FILE`: what the install would write, for review. Writes nothing. */
 export async function runRender(request: RenderRequest): Promise<void> {
-  const host = createHost({ verbose: request.verbose });
+  // Writes nothing, by construction: the read-only host throws on any change.
+  const host = readOnlyHost(createHost({ verbose: request.verbose }));
   const { profile, components, answers } = await resolveDeploymentInputs(host, request.answers, { needMeshAuthKey: false });
   const channel = Boolean(request.channel);
 

@@ -14,8 +14,8 @@ export interface InstallRequest {
   diff?: boolean;
   resetClean?: boolean;
   rotateChannelSecrets?: boolean;
-  /** Seconds to wait for the apt/dpkg lock (default 300). */
-  lockTimeout?: number;
+  /** Seconds to wait for the apt/dpkg lock (default 300), as given: checked by the install. */
+  lockTimeout?: number | string;
 }
 
 export const DEFAULT_LOCK_TIMEOUT_SECONDS = 300;
