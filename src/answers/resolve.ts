@@ -239,9 +239,10 @@ export interface DeploymentInputs {
 export async function resolveDeploymentInputs(
   host: Host,
   flags: AnswerFlags,
-  options: { prompter?: Prompter; needMeshAuthKey?: boolean } = {},
+  /** `current`: the stored answers to start from instead of the server's (restore: the backup's). */
+  options: { prompter?: Prompter; needMeshAuthKey?: boolean; current?: StoredAnswers } = {},
 ): Promise<DeploymentInputs> {
-  const current = await readStoredAnswers(host);
+  const current = options.current ?? (await readStoredAnswers(host));
   const profile = loadProfile(host.env, current?.serviceOverrides);
   const components = loadComponents(host.env);
   const answers = await resolveAnswers({

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import path from 'node:path';
+import { resolveDeploymentInputs } from '../answers/index.js';
 import { UsageError } from '../errors.js';
 import { createHost, readOnlyHost, type Host } from '../host/index.js';
 import { integerProblem } from '../input.js';
@@ -21,6 +22,7 @@ import {
 import { installWithLock } from './install.js';
 import { sweepLeftovers } from './leftovers.js';
 import type { InstallRequest } from './request.js';
+import { mcpTokenVerdict, rejectedTokenMessage } from '../steps/mcp.js';
 
 /** `service-deploy restore ARCHIVE`: the archive, and install settings for the run that follows. */
 export interface RestoreRequest extends InstallRequest {
@@ -66,18 +68,19 @@ export async function runRestore(request: RestoreRequest): Promise<void> {
   const archive = path.isAbsolute(request.archive) ? host.paths.real(request.archive) : path.resolve(request.archive);
   const handle = await openArchive(archive, request.archive);
   try {
-    if (request.check || request.diff) {
-      const readOnly = readOnlyHost(host);
-      const manifest = await inspectArchive(handle, request.archive, limits);
-      await checkParents(readOnly, manifest);
+    // Everything is checked before anything is written (not even the lock file).
+    const check = Boolean(request.check || request.diff);
+    const readOnly = readOnlyHost(host);
+    const manifest = await inspectArchive(handle, request.archive, limits);
+    await checkParents(readOnly, manifest);
+    await checkRestoredAnswers(readOnly, manifest, request);
+    if (check) {
       await printRestorePlan(readOnly, manifest, request);
       return;
     }
     const lock = await host.locks.acquire(LAYOUT.installLock, 'install');
     try {
       await sweepLeftovers(host);
-      const manifest = await inspectArchive(handle, request.archive, limits);
-      await checkParents(host, manifest);
       // The gateway writes into its state folder: it must not run while that is replaced.
       if (await host.services.isActive('user', LAYOUT.gatewayUnit).catch(() => false)) await host.services.stop('user', LAYOUT.gatewayUnit);
       const staged = await stageArchive(host, handle, manifest, limits);
@@ -92,6 +95,20 @@ export async function runRestore(request: RestoreRequest): Promise<void> {
   }
   const channel = Boolean(await host.files.exists(LAYOUT.channelEnv));
   await installWithLock({ host, request: { ...request, nonInteractive: true, channel: request.channel || channel } });
+}
+
+/**
+ * The answers the install after the restore will use (the backup's, under the
+ * environment and flags given now), resolved and checked before anything is written:
+ * bad values, and an MCP token the service rejects, are refused with nothing changed.
+ */
+async function checkRestoredAnswers(host: Host, manifest: Manifest, request: RestoreRequest): Promise<void> {
+  const { profile, answers } = await resolveDeploymentInputs(host, request.answers, { current: manifest.answers, needMeshAuthKey: false });
+  const verdict = await mcpTokenVerdict(host, profile, answers.mcpToken);
+  if (verdict.status === 'rejected') {
+    const { message, hint } = rejectedTokenMessage(verdict, profile);
+    throw new UsageError(`${message}: the token in ${request.archive} (or SERVICE_MCP_TOKEN) is not accepted`, `${hint} (give it as SERVICE_MCP_TOKEN); nothing was changed`);
+  }
 }
 
 type ItemState = 'new' | 'same' | 'differs';

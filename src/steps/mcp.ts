@@ -5,7 +5,8 @@ import type { ServiceProfile } from '../profile.js';
 
 export type McpVerdict = { status: 'accepted' } | { status: 'rejected'; http: number } | { status: 'error'; message: string; hint: string };
 
-const verdicts = new WeakMap<Host, Map<string, Promise<McpVerdict>>>();
+/** Keyed by the run's environment: the same for its read-only host and its host. */
+const verdicts = new WeakMap<object, Map<string, Promise<McpVerdict>>>();
 
 /**
  * An MCP `initialize` with the customer's token, once per run and token (preflight
@@ -13,8 +14,8 @@ const verdicts = new WeakMap<Host, Map<string, Promise<McpVerdict>>>();
  * reuses the answer).
  */
 export function mcpTokenVerdict(host: Host, profile: ServiceProfile, token: string): Promise<McpVerdict> {
-  let byToken = verdicts.get(host);
-  if (!byToken) verdicts.set(host, (byToken = new Map()));
+  let byToken = verdicts.get(host.env);
+  if (!byToken) verdicts.set(host.env, (byToken = new Map()));
   const key = `${profile.mcpUrl}\n${token}`;
   let pending = byToken.get(key);
   if (!pending) {
