@@ -1,4 +1,4 @@
-import { DeployError } from '../errors.js';
+import { DeployError, UsageError } from '../errors.js';
 import { readOnlyHost, type Host } from '../host/index.js';
 import { LAYOUT } from '../layout.js';
 import { loadProfile } from '../profile.js';
@@ -69,7 +69,8 @@ interface GuardInputs {
 async function readInputs(host: Host): Promise<GuardInputs> {
   const answers = await readStoredAnswers(host);
   if (!answers) {
-    throw new DeployError(`no stored answers at ${LAYOUT.answersFile}: the guard does not know the service API key and model`, 'run `service-deploy install` on this server first');
+    // Nothing deployed here (yet): a refusal, not a failure.
+    throw new UsageError(`no stored answers at ${LAYOUT.answersFile}: the guard does not know the service API key and model`, 'run `service-deploy install` on this server first');
   }
   host.redactor.add(answers.apiKey, answers.mcpToken);
   return { answers, profile: loadProfile(host.env, answers.serviceOverrides) };

@@ -130,10 +130,10 @@ describe('service-deploy guard (binary, sandbox)', () => {
     expect(sb.read(LAYOUT.guardLog)).toMatch(/^\S+ restored gateway\.auth/);
   });
 
-  it('without stored answers it fails naming the fix', async () => {
+  it('without stored answers it refuses (exit 2) naming the fix', async () => {
     fs.rmSync(path.join(sb.root, LAYOUT.answersFile));
     const run = await sb.run(['guard']);
-    expect(run.exitCode).toBe(1);
+    expect(run.exitCode).toBe(2);
     expect(run.stderr).toMatch(/no stored answers[\s\S]*service-deploy install/);
   });
 });
