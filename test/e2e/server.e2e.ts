@@ -11,6 +11,7 @@ import { cleanupTempDirs } from '../helpers/tmp.js';
 import { E2E_CACHE } from './artifacts.js';
 import { CHANNEL_PORT, GATEWAY_PORT, GATEWAY_UNIT, World, channelPost, log, seconds, timeSplit, type InstallRun } from './harness.js';
 import { filesWithSecrets, scanWorldReadable } from './secrets.js';
+import { craftedArchivesOnRealRoot } from './crafted-archives.js';
 
 const components = JSON.parse(fs.readFileSync(path.join(REPO, 'templates/components.json'), 'utf8'));
 const profile = JSON.parse(fs.readFileSync(path.join(REPO, 'templates/service-profile.json'), 'utf8'));
@@ -98,6 +99,7 @@ afterAll(async () => {
 
 describe.sequential('a partner deploys and operates the agent on a real server (Debian 12, systemd)', () => {
   let fresh: InstallRun;
+  let backupArchive = '';
   let token = '';
   let knock = '';
 
@@ -276,6 +278,7 @@ systemctl restart nginx || true`);
     const reset = await world.installSh('--reset-clean --yes --json');
     expect(reset.exitCode, `${reset.stdout}\n${reset.stderr}`).toBe(0);
     const archive: string = reset.json.backup;
+    backupArchive = archive;
     expect(archive).toMatch(/^\/tmp\/openclaw-backup-\d{8}-\d{6}\.tar\.gz$/);
     expect(await c.ok(`stat -c %a ${archive}`)).toBe('600\n');
     const entries = (await c.ok(`tar -tzf ${archive}`)).split('\n');
@@ -300,6 +303,12 @@ true`);
     const answer = await chat('back after the restore?');
     expect(answer.model).toBe(`${PROVIDER}/${NEW_MODEL}`);
     expect(answer.reply).toContain('back after the restore?');
+  });
+
+  step('8. crafted backups on a real /: refused ones change nothing (hashes of /etc /usr /root /var/lib), an accepted one gets the install\'s modes', 15 * 60_000, async () => {
+    const t = Date.now();
+    report.craftedArchives = { ...(await craftedArchivesOnRealRoot(world, backupArchive)), wallMs: Date.now() - t };
+    log(`crafted archives: ${JSON.stringify(report.craftedArchives)}`);
   });
 
   step('no secret in process arguments, the install/guard logs or any world-readable file', 5 * 60_000, async () => {

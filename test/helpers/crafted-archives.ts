@@ -239,3 +239,38 @@ export async function oneGiBArchive(base: RawEntry[] = baseEntries()): Promise<B
   await done;
   return Buffer.concat(chunks);
 }
+
+/**
+ * The entries of a real backup (any gzip tar node-tar reads), as RawEntry values that
+ * re-emit it byte for byte in content: to append crafted entries to a genuine backup.
+ */
+export async function entriesOf(archive: Buffer): Promise<RawEntry[]> {
+  const { Parser } = await import('tar');
+  const entries: RawEntry[] = [];
+  await new Promise<void>((resolve, reject) => {
+    const parser = new Parser({
+      strict: true,
+      onReadEntry: (e) => {
+        const chunks: Buffer[] = [];
+        e.on('data', (c: Buffer) => chunks.push(c));
+        e.on('end', () => {
+          const type = e.type === 'Directory' ? '5' : e.type === 'SymbolicLink' ? '2' : '0';
+          const name = type === '5' && !e.path.endsWith('/') ? `${e.path}/` : e.path;
+          entries.push({
+            name: Buffer.byteLength(name) > 99 ? 'longname' : name,
+            ...(Buffer.byteLength(name) > 99 ? { pax: { path: name } } : {}),
+            type,
+            mode: e.mode ?? 0o644,
+            data: Buffer.concat(chunks),
+            ...(e.linkpath ? (Buffer.byteLength(e.linkpath) > 99 ? { pax: { ...(Buffer.byteLength(name) > 99 ? { path: name } : {}), linkpath: e.linkpath }, linkname: 'longlink' } : { linkname: e.linkpath }) : {}),
+            mtime: Math.floor((e.mtime?.getTime() ?? 0) / 1000),
+          });
+        });
+      },
+    });
+    parser.on('error', reject);
+    parser.on('end', () => resolve());
+    parser.end(archive);
+  });
+  return entries;
+}

@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createHost } from '../../src/host/index.js';
 import { writeBackup } from '../../src/install/backup.js';
 import { runBinary } from '../helpers/binary.js';
-import { baseEntries, craftedArchives } from '../helpers/crafted-archives.js';
+import { baseEntries, craftedArchives, entriesOf, gzip, tarBytes } from '../helpers/crafted-archives.js';
 import { tempDir } from '../helpers/tmp.js';
 import { snapshotTree } from '../hostile/harness.js';
 import { FIRST_INSTALL, SECRETS, makeSandbox, type Sandbox } from '../helpers/sandbox.js';
@@ -188,6 +188,14 @@ describe('--reset-clean and restore', () => {
       expect(result.exitCode, `${a.id}: ${result.stderr}`).toBe(0);
       for (const [p, mode] of Object.entries(a.modes!)) expect((fs.statSync(path.join(sb.root, p)).mode & 0o7777).toString(8), `${a.id} ${p}`).toBe(mode.toString(8));
     }
+    // As the e2e does on a real /: a genuine backup re-emitted with crafted entries appended.
+    const reset = await sb.install(['--reset-clean', '--yes', '--json']);
+    const genuine = await entriesOf(fs.readFileSync(path.join(sb.root, JSON.parse(String(reset.stdout)).backup)));
+    fs.writeFileSync(path.join(dir, 'genuine-plus.tar.gz'), gzip(tarBytes([...genuine, { name: 'root/.openclaw/workspace/crafted-setuid', mode: 0o4755, data: '#!/bin/sh\n' }])));
+    const plus = await runBinary(['restore', 'genuine-plus.tar.gz'], { env: sb.env({ SERVICE_MESH_AUTH_KEY: SECRETS.meshAuthKey }), cwd: dir });
+    expect(plus.exitCode, String(plus.stderr)).toBe(0);
+    expect(fs.statSync(path.join(sb.root, 'root/.openclaw/workspace/crafted-setuid')).mode & 0o7777).toBe(0o755);
+    expect(sb.read('root/.openclaw/workspace/NOTES.md')).toBe('crafted notes\n'); // what the genuine backup held
     const walk = (d: string): string[] => fs.readdirSync(d, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? [path.join(d, e.name), ...walk(path.join(d, e.name))] : [path.join(d, e.name)]));
     const loose = walk(path.join(sb.root, 'root/.openclaw')).filter((f) => (fs.lstatSync(f).mode & 0o7022) !== 0 && !fs.lstatSync(f).isSymbolicLink());
     expect(loose).toEqual([]);
