@@ -2,7 +2,7 @@ import { constants as fsc } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { PathMap } from './paths.js';
-import { LEGACY_AGE_MS, LEGACY_TEMP_NAMES, isTempName, tempMakerGone, tempName } from './temp.js';
+import { LEGACY_AGE_MS, isTempName, tempMakerGone, tempName, type LegacyTemp } from './temp.js';
 
 export interface Owner {
   uid: number;
@@ -227,13 +227,13 @@ export class Files {
    * Removes the temp files and folders in `dirs` whose maker is gone (killed, crashed),
    * and earlier versions' temp files once they are old. Returns what was removed.
    */
-  async sweepTemps(dirs: readonly string[]): Promise<string[]> {
+  async sweepTemps(dirs: readonly string[], legacy: readonly LegacyTemp[] = []): Promise<string[]> {
     const removed: string[] = [];
     for (const dir of dirs) {
       for (const name of await this.list(dir)) {
         const p = path.posix.join(dir, name);
         let orphan = isTempName(name) && tempMakerGone(name);
-        if (!orphan && !isTempName(name) && LEGACY_TEMP_NAMES.some((re) => re.test(name))) {
+        if (!orphan && !isTempName(name) && legacy.some((l) => l.dir === dir && l.name.test(name))) {
           const info = await this.stat(p);
           orphan = info !== undefined && (name.startsWith('mesh-auth-key.') || Date.now() - info.mtimeMs > LEGACY_AGE_MS);
         }

@@ -44,18 +44,12 @@ export function tempMakerGone(name: string): boolean {
 }
 
 /**
- * Names earlier versions used for their temp files (no maker recorded, or a bare pid).
- * Only removed when older than LEGACY_AGE_MS, and never the mesh key's: see sweep.
+ * A temp file name an earlier version used, in the folder it used it in (they carry no
+ * maker, or a bare pid). Removed by the sweep once older than LEGACY_AGE_MS; the mesh
+ * auth key at once (it must not end up in a backup).
  */
-export const LEGACY_TEMP_NAMES: readonly RegExp[] = [
-  /^\..+\.tmp-(\d+)-[0-9a-f]{8}$/, // Files.write
-  /^mesh-auth-key\.[0-9a-f]{8}$/, // the mesh auth key for `tailscale up`
-  /^\.openclaw\.json\.candidate$/, // the runtime config candidate
-  /^\.new-(\d+)$/, // the TLS work folder
-  /^\.node-download-[A-Za-z0-9]{6}$/, // the Node download folder
-  /^node\.old-(\d+)$/, // the previous Node prefix during the swap
-  /^.+\.partial$/, // apt keys, backups
-  /^install\.lock\.stale-(\d+)$/,
-  /^guard\.lock\.stale-(\d+)$/,
-];
+export interface LegacyTemp {
+  dir: string;
+  name: RegExp;
+}
 export const LEGACY_AGE_MS = 10 * 60_000;

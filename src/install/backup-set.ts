@@ -1,5 +1,4 @@
 import path from 'node:path';
-import { isTempName, LEGACY_TEMP_NAMES } from '../host/temp.js';
 import { forbiddenCharacter } from '../input.js';
 import { LAYOUT } from '../layout.js';
 
@@ -65,11 +64,6 @@ export function installMode(p: string, kind: ItemKind, archived: number): number
 /** The root a program path belongs to (the root itself or anything below a folder root). */
 export function rootOf(p: string): BackupRoot | undefined {
   return BACKUP_ROOTS.find((r) => p === r.path || p.startsWith(`${r.path}/`));
-}
-
-/** Names a backup leaves out: our temp files (a crash's leftovers), earlier versions' ones. */
-export function leftOutOfBackups(name: string): boolean {
-  return isTempName(name) || LEGACY_TEMP_NAMES.some((re) => re.test(name));
 }
 
 /**

@@ -4,7 +4,8 @@ import { DeployError } from '../errors.js';
 import { ROOT_OWNER, type Host } from '../host/index.js';
 import { BACKUP_PREFIX } from '../layout.js';
 import { inspectArchive, openArchive } from './archive.js';
-import { BACKUP_ROOTS, installMode, leftOutOfBackups, relativePathProblem, symlinkProblem, type ItemKind } from './backup-set.js';
+import { BACKUP_ROOTS, installMode, relativePathProblem, symlinkProblem, type ItemKind } from './backup-set.js';
+import { isLeftover } from './leftovers.js';
 
 export { BACKUP_PATHS, BACKUP_ROOTS } from './backup-set.js';
 
@@ -47,7 +48,8 @@ export async function planBackup(host: Host): Promise<BackupPlan> {
     plan.items.push({ path: p, kind, size: kind === 'file' ? info.size : 0, mode: installMode(p, kind, info.mode) });
     if (kind === 'file') plan.bytes += info.size;
     if (kind === 'directory') {
-      for (const name of await host.files.list(p)) if (!leftOutOfBackups(name)) await visit(path.posix.join(p, name));
+      // Temp files (a crash's leftovers, the old mesh key file) never go into a backup.
+      for (const name of await host.files.list(p)) if (!isLeftover(p, name)) await visit(path.posix.join(p, name));
     }
   };
   for (const root of BACKUP_ROOTS) await visit(root.path, root.kind);
