@@ -5,12 +5,13 @@ import { Logger } from './log.js';
 import { Net } from './net.js';
 import { PathMap } from './paths.js';
 import { Proc } from './proc.js';
+import { readOnlyParts } from './read-only.js';
 import { Redactor } from './redact.js';
 import { Services } from './services.js';
 
 export { ROOT_OWNER, type Owner, type FileInfo } from './files.js';
 export { MASK, maskSecret } from './redact.js';
-export { CheckModeViolation, readOnlyHost } from './read-only.js';
+export { CheckModeViolation } from './read-only.js';
 
 /**
  * The only door to the machine. Steps, checks and commands receive a Host and
@@ -63,3 +64,13 @@ export function createHost(options: HostOptions = {}): Host {
     now: () => new Date(),
   };
 }
+
+/**
+ * The same machine, read-only: every change throws a CheckModeViolation (host/read-only.ts).
+ * --check, --diff, restore --check, guard --check and render run on it.
+ */
+export function readOnlyHost(host: Host): Host {
+  if (host.readOnly) return host;
+  return { ...readOnlyParts(host), readOnly: true };
+}
+

@@ -1,9 +1,8 @@
 import path from 'node:path';
 import type { Exec } from './exec.js';
-import type { Host } from './index.js';
 
 /**
- * Check mode by construction. `readOnlyHost(host)` is the same machine seen through a
+ * Check mode by construction. `readOnlyHost(host)` (host/index.ts) is the same machine seen through a
  * door that only opens for reading: every file write, removal, chmod, chown, rename,
  * link or folder, every service start, stop, reload or enable, every lock taken, every
  * download and every command not on READ_ONLY_COMMANDS throws a CheckModeViolation.
@@ -86,17 +85,15 @@ function readOnlyExec(exec: Exec): Exec {
   });
 }
 
-/** The same machine, read-only (see above). Calling it on a read-only host returns it. */
-export function readOnlyHost(host: Host): Host {
-  if (host.readOnly) return host;
+/** The parts of a host that change the machine, behind read-only doors (host/index.ts builds the host). */
+export function readOnlyParts<P extends { files: object; exec: Exec; services: object; locks: object; net: object; log: object }>(parts: P): P {
   return {
-    ...host,
-    files: readsOnly(host.files, 'files', READS.files),
-    exec: readOnlyExec(host.exec),
-    services: readsOnly(host.services, 'services', READS.services),
-    locks: readsOnly(host.locks, 'locks', READS.locks),
-    net: readsOnly(host.net, 'net', READS.net),
-    log: readsOnly(host.log, 'log', READS.log),
-    readOnly: true,
+    ...parts,
+    files: readsOnly(parts.files, 'files', READS.files),
+    exec: readOnlyExec(parts.exec),
+    services: readsOnly(parts.services, 'services', READS.services),
+    locks: readsOnly(parts.locks, 'locks', READS.locks),
+    net: readsOnly(parts.net, 'net', READS.net),
+    log: readsOnly(parts.log, 'log', READS.log),
   };
 }

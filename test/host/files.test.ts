@@ -42,6 +42,9 @@ describe('Files (sandbox root)', () => {
     for (let round = 0; round < 12; round++) {
       const child = execa(NODE24, [script, root, String(256 * 1024 + round * 4099)], { reject: false });
       // Kill at a different moment each round: before the first write, mid-stream, later.
+      // From round 6 on, only after the child reported a finished write (a busy machine
+      // may take longer to start it than the early rounds wait).
+      if (round >= 6) await new Promise((resolve) => child.stdout!.once('data', resolve));
       await new Promise((resolve) => setTimeout(resolve, 5 + round * 13));
       child.kill('SIGKILL');
       await child;

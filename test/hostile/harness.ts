@@ -81,6 +81,9 @@ export function hostileWorld(): HostileWorld {
     world.inputs = tempDir('sd-hostile-');
     const first = await world.sb.install([...FIRST_INSTALL.args, '--channel'], FIRST_INSTALL.env);
     if (first.exitCode !== 0) throw new Error(`the install for the hostile suite failed:\n${first.stderr}`);
+    // One guard run, as cron makes it: the journal exists from then on, like on a server.
+    const guard = await execa(BINARY, ['guard'], { env: world.sb.env(), extendEnv: false, reject: false });
+    if (guard.exitCode !== 0) throw new Error(`the guard for the hostile suite failed:\n${guard.stderr}`);
   }, 120_000);
   afterAll(async () => world.sb?.close());
   return world;

@@ -31,7 +31,8 @@ function backups(sb: Sandbox): string[] {
   return fs.existsSync(tmp) ? fs.readdirSync(tmp).filter((f) => /^openclaw-backup-\d{8}-\d{6}\.tar\.gz$/.test(f)) : [];
 }
 
-describe('--reset-clean and restore', () => {
+// Each test installs, resets and restores (several binary runs): minutes on a busy two-core machine.
+describe('--reset-clean and restore', { timeout: 240_000 }, () => {
   it('refuses without confirmation when there is no terminal, and changes nothing', async () => {
     const sb = await installedWithWorkspace();
     const result = await sb.install(['--reset-clean']);
