@@ -12,6 +12,7 @@ import {
   BACKUP_ANSWERS,
   BACKUP_ROOTS,
   installMode,
+  isAboveARoot,
   relativePathProblem,
   rootOf,
   symlinkProblem,
@@ -128,6 +129,8 @@ async function scan(
 class EntryCheck {
   readonly items: ArchiveItem[] = [];
   private readonly seen = new Map<string, ItemKind>();
+  /** Folders above the roots the archive listed (ignored). */
+  private readonly above = new Set<string>();
   /** Folders implied by the entries so far (ancestors inside their root). */
   private readonly implied = new Set<string>();
   total = 0;
@@ -141,7 +144,8 @@ class EntryCheck {
     throw refused(this.file, `entry ${entry.index} ${shown(entry.name, 120)} ${why}`, hint);
   }
 
-  check(entry: TarEntry): ArchiveItem {
+  /** The item, or undefined for a folder above the roots (a repacked archive lists them; restore leaves them be). */
+  check(entry: TarEntry): ArchiveItem | undefined {
     if (entry.index > this.limits.maxEntries) this.refuse(entry, `is past the limit of ${this.limits.maxEntries} entries`);
     const kind = KINDS[entry.typeflag];
     if (!entry.nameIsUtf8) this.refuse(entry, 'has a name that is not valid UTF-8');
@@ -153,6 +157,11 @@ class EntryCheck {
     const nameProblem = relativePathProblem(name);
     if (nameProblem) this.refuse(entry, nameProblem);
     const p = `/${name}`;
+    if (kind === 'directory' && isAboveARoot(p) && entry.size === 0 && entry.paxKeys.every((k) => ACCEPTED_PAX_KEYS.has(k))) {
+      if (this.above.has(p)) this.refuse(entry, 'appears twice in the archive');
+      this.above.add(p);
+      return undefined;
+    }
     const root = rootOf(p);
     if (!root) this.refuse(entry, `is outside the paths a backup holds (${BACKUP_ROOTS.map((r) => r.path).join(', ')})`);
     if (p === root.path && root.kind !== kind) this.refuse(entry, `must be a ${root.kind === 'file' ? 'regular file' : 'folder'} (it is a ${typeName(entry.typeflag)})`);
@@ -206,7 +215,7 @@ export async function inspectArchive(
   let answersText: Buffer[] | undefined;
   const sha256 = await scan(handle, file, limits, (entry) => {
     const item = check.check(entry);
-    if (item.kind !== 'file') return undefined;
+    if (item?.kind !== 'file') return undefined;
     const hash = createHash('sha256');
     let left = item.size;
     const isAnswers = item.path === BACKUP_ANSWERS;
@@ -315,8 +324,9 @@ export async function stageArchive(host: Host, handle: fs.FileHandle, manifest: 
     };
     let index = 0;
     const sha256 = await scan(handle, manifest.file, limits, async (entry) => {
-      const item = manifest.items[index++];
       const name = entry.typeflag === '5' ? entry.name.replace(/\/$/, '') : entry.name;
+      if (entry.typeflag === '5' && isAboveARoot(`/${name}`)) return undefined; // listed by a repacked archive; left as it is
+      const item = manifest.items[index++];
       if (!item || item.path !== `/${name}` || item.size !== entry.size) throw refused(manifest.file, 'changed while it was being restored');
       const target = stagedPath(item.path);
       if (item.kind === 'directory') {

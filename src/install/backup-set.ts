@@ -61,6 +61,11 @@ export function installMode(p: string, kind: ItemKind, archived: number): number
   return (archived & 0o755) | (kind === 'directory' ? 0o700 : 0o600);
 }
 
+/** A folder above a root (`/root`, `/var/lib`...): a repacked archive may list it; restore leaves it as it is. */
+export function isAboveARoot(p: string): boolean {
+  return BACKUP_ROOTS.some((r) => r.path.startsWith(`${p}/`));
+}
+
 /** The root a program path belongs to (the root itself or anything below a folder root). */
 export function rootOf(p: string): BackupRoot | undefined {
   return BACKUP_ROOTS.find((r) => p === r.path || p.startsWith(`${r.path}/`));
