@@ -3,8 +3,10 @@ import { CancelledError, DeployError, ExitCode, UsageError, exitCodeOf } from '.
 import { printError } from './output.js';
 import { VERSION } from './version.js';
 import { commands } from './commands/index.js';
+import { checkEnvironment } from './environment.js';
 
-const EPILOG = `Exit codes: 0 ok, 1 failure, 2 bad usage or input (nothing was changed).
+const EPILOG = `Exit codes: 0 done, 1 failed while working, 2 refused (bad usage, input or archive, or an
+unsafe state; nothing was changed).
 Secrets (API key, mesh auth key, MCP token, channel token) are read from environment
 variables, files or prompts, never from flags: process arguments are visible to every user.
 Docs: README.md and docs/ in the source repository.`;
@@ -23,6 +25,8 @@ export function buildCli(args: string[]) {
     .recommendCommands()
     .wrap(Math.min(100, process.stdout.columns || 100))
     .epilog(EPILOG)
+    // Every SERVICE_* variable is checked before any command runs (not for --help).
+    .middleware(() => checkEnvironment(process.env))
     .exitProcess(false)
     .fail((message, error) => {
       // yargs calls this for parse errors (message) and for handler errors (error).

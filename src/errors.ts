@@ -1,6 +1,12 @@
 /**
- * Typed errors. The one catch in cli.ts maps them to exit codes:
- *   0 ok, 1 failure, 2 bad usage or input (nothing was changed).
+ * Typed errors. The one catch in cli.ts maps them to exit codes, one rule for every
+ * command (README "Exit codes"):
+ *   0 done;
+ *   1 failed while working (a command, a download, a service did not do its part);
+ *   2 refused before changing anything: bad usage, bad input (flags, environment,
+ *     answers, files), a bad archive, or an unsafe state (a link where a folder must
+ *     be, another run holding the lock).
+ * Anything else that escapes is an "Internal error": a bug, never an expected outcome.
  * Every message ends with what to do next, in `hint`.
  */
 export const ExitCode = { ok: 0, failure: 1, usage: 2 } as const;
@@ -19,13 +25,15 @@ export class DeployError extends Error {
   }
 }
 
-/** Bad flags, bad answers, bad input files: exit 2, and nothing on disk changed. */
+/** Refused: bad flags, answers, environment, files or archives, or an unsafe state. Exit 2, nothing changed. */
 export class UsageError extends DeployError {
   override readonly exitCode: ExitCode = ExitCode.usage;
 }
 
-/** Another run holds a lock we need. */
-export class LockBusyError extends DeployError {}
+/** Another run holds a lock we need: refused, nothing changed (exit 2). */
+export class LockBusyError extends DeployError {
+  override readonly exitCode: ExitCode = ExitCode.usage;
+}
 
 /** A command we ran failed; message and output are already redacted. */
 export class CommandError extends DeployError {

@@ -47,7 +47,9 @@ export const LAYOUT = {
   channelDropIn: '/root/.config/systemd/user/openclaw-gateway.service.d/service-env.conf',
   lingerFile: '/var/lib/systemd/linger/root',
 
-  meshAuthKeyFile: '/var/lib/service-deploy/mesh-auth-key',
+  /** Written only for `tailscale up`, removed right after: in /run (never in a backup, gone at reboot). */
+  meshAuthKeyFile: '/run/service-deploy/mesh-auth-key',
+  runDir: '/run/service-deploy',
   // The gateway's secret source (docs/security.md): root-only, outside the agent's
   // workspace; openclaw.json only references it.
   runtimeSecretsDir: '/var/lib/service-deploy/runtime-secrets',
@@ -71,3 +73,29 @@ export const LAYOUT = {
 } as const;
 
 export const BACKUP_PREFIX = '/tmp/openclaw-backup-';
+
+/**
+ * Every folder where service-deploy makes temp files (always next to their target,
+ * host/temp.ts): what install, restore, reset and `doctor --fix` sweep at their start.
+ */
+export const TEMP_DIRS: readonly string[] = [
+  '/tmp',
+  LAYOUT.runDir,
+  '/root',
+  LAYOUT.runtimeDir,
+  LAYOUT.channelPluginDir,
+  '/root/.config/systemd/user',
+  LAYOUT.gatewayDropInDir,
+  '/var/lib',
+  LAYOUT.stateDir,
+  LAYOUT.logDir,
+  '/etc/nginx/conf.d',
+  '/etc/service-deploy',
+  LAYOUT.tlsDir,
+  '/etc/cron.d',
+  '/etc/apt/sources.list.d',
+  '/usr/share/keyrings',
+  '/usr/local/bin',
+  '/opt/service-deploy',
+  '/opt/service-deploy/plugins',
+];

@@ -1,30 +1,37 @@
 import { z } from 'zod';
 import { readTemplate } from './assets.js';
 import { UsageError } from './errors.js';
+import { MAX_MODEL_ID_LENGTH, MODEL_ID, SLUG, serviceUrlProblem, textProblem } from './input.js';
+
+export { isLoopback } from './input.js';
 
 const httpsOrLoopbackUrl = z
   .string()
-  .url()
-  .refine((value) => {
-    const url = new URL(value);
-    return url.protocol === 'https:' || (url.protocol === 'http:' && isLoopback(url.hostname));
-  }, 'must be an https URL (plain http only for a loopback stand-in)')
+  .superRefine((value, ctx) => {
+    const problem = serviceUrlProblem(value);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  })
   .transform((value) => value.replace(/\/+$/, ''));
 
-const slug = z.string().regex(/^[a-z0-9][a-z0-9-]*$/, 'must be a lowercase slug');
+const slug = z.string().max(64).regex(SLUG, 'must be a lowercase slug');
+const plainText = (max: number) =>
+  z.string().superRefine((value, ctx) => {
+    const problem = textProblem(value, max);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  });
 
 export const ServiceProfileSchema = z.object({
-  serviceName: z.string().min(1),
+  serviceName: plainText(80).pipe(z.string().min(1)),
   setupUrl: httpsOrLoopbackUrl,
   aiGatewayUrl: httpsOrLoopbackUrl,
-  aiGatewayApi: z.string().min(1),
+  aiGatewayApi: slug,
   gatewayProviderName: slug,
-  defaultModelId: z.string().min(1),
+  defaultModelId: plainText(MAX_MODEL_ID_LENGTH).pipe(z.string().regex(MODEL_ID, 'may contain only letters, digits and . _ : / @ -')),
   mcpUrl: httpsOrLoopbackUrl,
   partnerApiUrl: httpsOrLoopbackUrl,
   voiceProviders: z.tuple([slug, slug]),
-  portalApiKeysPage: z.string(),
-  portalMcpTokensPage: z.string(),
+  portalApiKeysPage: plainText(200),
+  portalMcpTokensPage: plainText(200),
 });
 export type ServiceProfile = z.infer<typeof ServiceProfileSchema>;
 
@@ -64,14 +71,9 @@ export function loadProfile(env: NodeJS.ProcessEnv = process.env, recorded: Reco
     const issue = parsed.error.issues[0]!;
     const key = String(issue.path[0] ?? '');
     const envName = Object.entries(PROFILE_ENV).find(([, k]) => k === key)?.[0];
-    throw new UsageError(
-      `service profile: ${key} ${issue.message}`,
-      envName ? `check the ${envName} environment variable` : undefined,
-    );
+    const fromEnv = envName !== undefined && Boolean(env[envName]);
+    const where = envName ? `${envName} (service profile ${key}${fromEnv ? '' : ', recorded in answers.json'})` : `service profile ${key}`;
+    throw new UsageError(`${where} ${issue.message}`, envName ? `fix or unset ${envName} and run again; nothing was changed` : undefined);
   }
   return parsed.data;
-}
-
-export function isLoopback(hostname: string): boolean {
-  return hostname === 'localhost' || hostname === '[::1]' || hostname === '::1' || /^127\.\d+\.\d+\.\d+$/.test(hostname);
 }

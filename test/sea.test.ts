@@ -76,7 +76,7 @@ describe('the single executable', () => {
 
   it('has --help on every command and documents exit codes', async () => {
     const top = await runBinary(['--help']);
-    expect(top.stdout).toContain('Exit codes: 0 ok, 1 failure, 2 bad usage');
+    expect(top.stdout).toContain('Exit codes: 0 done, 1 failed while working, 2 refused');
     for (const command of ['install', 'doctor', 'guard', 'status', 'chat', 'partner', 'profile']) {
       expect(top.stdout).toContain(`service-deploy ${command}`);
       const help = await runBinary([command, '--help']);

@@ -9,6 +9,8 @@ export {
   ANSWER_SOURCES,
   SECRET_FIELDS,
   StoredAnswersSchema,
+  parseStoredAnswers,
+  ANSWER_MAX_LENGTH,
   defaultMeshHostname,
   slugify,
   validateAnswer,

@@ -1,3 +1,4 @@
+import { constants } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import JSON5 from 'json5';
@@ -198,6 +199,31 @@ async function readOrFail(inputs: AnswerInputs, path: string, flag: string): Pro
   }
 }
 
+/** Files a user names hold a few answers: at most this many bytes. */
+export const MAX_USER_FILE_BYTES = 65_536;
+
+/**
+ * Reads a file the user named: a regular file (not a FIFO or /dev/zero, which would
+ * never end) of at most MAX_USER_FILE_BYTES, valid UTF-8.
+ */
+async function readBoundedFile(p: string): Promise<string> {
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; the stat below refuses it.
+  const handle = await fs.open(p, constants.O_RDONLY | constants.O_NONBLOCK);
+  try {
+    const st = await handle.stat();
+    if (!st.isFile()) throw Object.assign(new Error('not a regular file'), { code: 'not a regular file' });
+    if (st.size > MAX_USER_FILE_BYTES) throw Object.assign(new Error('too large'), { code: `larger than ${MAX_USER_FILE_BYTES / 1024} KiB` });
+    const bytes = await handle.readFile();
+    try {
+      return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+    } catch {
+      throw Object.assign(new Error('not UTF-8'), { code: 'not valid UTF-8 text' });
+    }
+  } finally {
+    await handle.close();
+  }
+}
+
 function firstLine(text: string): string {
   return text.split(/\r?\n/)[0]!.trim();
 }
@@ -213,9 +239,10 @@ export interface DeploymentInputs {
 export async function resolveDeploymentInputs(
   host: Host,
   flags: AnswerFlags,
-  options: { prompter?: Prompter; needMeshAuthKey?: boolean } = {},
+  /** `current`: the stored answers to start from instead of the server's (restore: the backup's). */
+  options: { prompter?: Prompter; needMeshAuthKey?: boolean; current?: StoredAnswers } = {},
 ): Promise<DeploymentInputs> {
-  const current = await readStoredAnswers(host);
+  const current = options.current ?? (await readStoredAnswers(host));
   const profile = loadProfile(host.env, current?.serviceOverrides);
   const components = loadComponents(host.env);
   const answers = await resolveAnswers({
@@ -223,7 +250,7 @@ export async function resolveDeploymentInputs(
     env: host.env,
     current,
     defaultModelId: profile.defaultModelId,
-    readUserFile: (p) => fs.readFile(path.resolve(p), 'utf8'),
+    readUserFile: (p) => readBoundedFile(path.resolve(p)),
     prompter: options.prompter,
     needMeshAuthKey: options.needMeshAuthKey,
   });

@@ -1,4 +1,8 @@
 import { z } from 'zod';
+import { environmentProblems } from '../environment.js';
+import { UsageError } from '../errors.js';
+import { MAX_MODEL_ID_LENGTH, MODEL_ID, textProblem } from '../input.js';
+import { PROFILE_ENV } from '../profile.js';
 
 /** The six answers of the install (spec 1.2), in prompt order. */
 export const ANSWER_FIELDS = ['customerName', 'apiKey', 'modelId', 'meshAuthKey', 'meshHostname', 'mcpToken'] as const;
@@ -27,32 +31,49 @@ export function slugify(name: string): string {
     .replace(/-+$/g, '');
 }
 
-const token = (what: string) =>
-  z.string().min(1, `${what} is empty`).regex(/^\S+$/, `${what} must not contain spaces`);
+/** Longest value accepted for each answer (outside text is always bounded). */
+export const ANSWER_MAX_LENGTH: Record<AnswerField, number> = {
+  customerName: 80,
+  apiKey: 512,
+  modelId: MAX_MODEL_ID_LENGTH,
+  meshAuthKey: 512,
+  meshHostname: 63,
+  mcpToken: 1024,
+};
+
+/** The rules every answer meets first: no control or bidi characters, bounded length. */
+const text = (what: string, field: AnswerField) =>
+  z.string().superRefine((value, ctx) => {
+    const problem = textProblem(value, ANSWER_MAX_LENGTH[field]);
+    if (problem) ctx.addIssue({ code: 'custom', message: `${what} ${problem}`, abort: true });
+  });
+const token = (what: string, field: AnswerField) =>
+  text(what, field).pipe(z.string().min(1, `${what} is empty`).regex(/^\S+$/, `${what} must not contain spaces`));
 const DNS_LABEL = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
 
 export const AnswerSchemas = {
-  customerName: z
-    .string()
-    .trim()
-    .min(1, 'customer name is empty: give the customer or company name')
-    .max(80, 'customer name is longer than 80 characters')
-    .refine((name) => slugify(name).length > 0, 'customer name needs at least one letter or digit (it becomes the slug)'),
-  apiKey: token('service API key')
+  customerName: text('customer name', 'customerName').pipe(
+    z
+      .string()
+      .trim()
+      .min(1, 'customer name is empty: give the customer or company name')
+      .refine((name) => slugify(name).length > 0, 'customer name needs at least one letter or digit (it becomes the slug)'),
+  ),
+  apiKey: token('service API key', 'apiKey')
     .refine((key) => key.startsWith('pkt_'), 'service API key must start with pkt_ (Partner Portal > Settings > API Keys)')
     .refine((key) => key.length >= 12, 'service API key is too short to be a real key'),
-  modelId: z
-    .string()
-    .trim()
-    .min(1, 'model ID is empty')
-    .regex(/^[A-Za-z0-9][A-Za-z0-9._:/@-]*$/, 'model ID may contain only letters, digits and . _ : / @ -'),
-  meshAuthKey: token('mesh network auth key'),
-  meshHostname: z
-    .string()
-    .trim()
-    .regex(DNS_LABEL, 'mesh network hostname must be a DNS label: lowercase letters, digits and -, 1-63 characters, not starting or ending with -'),
-  mcpToken: token('service MCP token'),
-} satisfies Record<AnswerField, z.ZodType<string>>;
+  modelId: text('model ID', 'modelId').pipe(
+    z.string().trim().min(1, 'model ID is empty').regex(MODEL_ID, 'model ID may contain only letters, digits and . _ : / @ -'),
+  ),
+  meshAuthKey: token('mesh network auth key', 'meshAuthKey'),
+  meshHostname: text('mesh network hostname', 'meshHostname').pipe(
+    z
+      .string()
+      .trim()
+      .regex(DNS_LABEL, 'mesh network hostname must be a DNS label: lowercase letters, digits and -, 1-63 characters, not starting or ending with -'),
+  ),
+  mcpToken: token('service MCP token', 'mcpToken'),
+} satisfies Record<AnswerField, z.ZodType<string, string>>;
 
 export interface Answers {
   customerName: string;
@@ -76,13 +97,54 @@ export function validateAnswer(field: AnswerField, value: string): { ok: true; v
 }
 
 /** The answers kept on the server for the next run (mesh auth key excluded: single-use). */
-export const StoredAnswersSchema = z.object({
-  customerName: z.string(),
-  apiKey: z.string(),
-  modelId: z.string(),
-  meshHostname: z.string(),
-  mcpToken: z.string(),
-  /** Service profile overrides (SERVICE_* URLs) in effect at install; see loadProfile. */
-  serviceOverrides: z.record(z.string(), z.string()).optional(),
-});
+export const StoredAnswersSchema = z
+  .object({
+    customerName: z.string(),
+    apiKey: z.string(),
+    modelId: z.string(),
+    meshHostname: z.string(),
+    mcpToken: z.string(),
+    /** Service profile overrides (SERVICE_* URLs) in effect at install; see loadProfile. */
+    serviceOverrides: z.record(z.string(), z.string()).optional(),
+  })
+  .strict();
 export type StoredAnswers = z.infer<typeof StoredAnswersSchema>;
+
+const STORED_FIELDS = ['customerName', 'apiKey', 'modelId', 'meshHostname', 'mcpToken'] as const satisfies readonly AnswerField[];
+
+/**
+ * Parses a stored answers file (answers.json on the server, or the one in a backup)
+ * under the install's own rules: every answer as if it had been typed, every profile
+ * override as if it came from its environment variable. A bad file is refused (exit
+ * 2) naming the file and the field; a secret's value is never repeated.
+ */
+export function parseStoredAnswers(text: string, where: string): StoredAnswers {
+  const refuse = (field: string, problem: string): never => {
+    throw new UsageError(`${where}: ${field}: ${problem}`, `fix ${where} (or remove it and give the answers again), then run again; nothing was changed`);
+  };
+  if (text.length > 65_536) refuse('(file)', 'is larger than 64 KiB');
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (error) {
+    return refuse('(file)', `not valid JSON: ${(error as Error).message}`);
+  }
+  const shape = StoredAnswersSchema.safeParse(raw);
+  if (!shape.success) {
+    const issue = shape.error.issues[0]!;
+    const field = issue.code === 'unrecognized_keys' ? issue.keys.join(', ') : issue.path.join('.') || '(file)';
+    refuse(field, issue.code === 'unrecognized_keys' ? 'unknown field' : issue.message);
+  }
+  const stored = shape.data!;
+  for (const field of STORED_FIELDS) {
+    const checked = validateAnswer(field, stored[field]);
+    if (!checked.ok) refuse(field, checked.message);
+    else stored[field] = checked.value;
+  }
+  for (const [name, value] of Object.entries(stored.serviceOverrides ?? {})) {
+    if (!(name in PROFILE_ENV)) refuse(`serviceOverrides.${name}`, `not a service profile variable (known: ${Object.keys(PROFILE_ENV).join(', ')})`);
+    const problem = environmentProblems({ [name]: value })[0];
+    if (problem) refuse(`serviceOverrides.${name}`, problem.slice(name.length + 1));
+  }
+  return stored;
+}

@@ -1,18 +1,22 @@
 import type { Host } from '../host/index.js';
 import { LAYOUT } from '../layout.js';
 import { profileOverrides } from '../profile.js';
-import { StoredAnswersSchema, type Answers, type StoredAnswers } from './schema.js';
+import { UsageError } from '../errors.js';
+import { parseStoredAnswers, type Answers, type StoredAnswers } from './schema.js';
 
-/** The answers a re-run offers as defaults (0600: it holds the API key and MCP token). */
+/**
+ * The answers a re-run offers as defaults (0600: it holds the API key and MCP token).
+ * Untrusted like any input from disk: a file that breaks the install's rules (hand
+ * edited, say) is refused naming the file and field, never used as it is.
+ */
 export async function readStoredAnswers(host: Host): Promise<StoredAnswers | undefined> {
+  const info = await host.files.stat(LAYOUT.answersFile);
+  if (!info) return undefined;
+  if (!info.isFile) throw new UsageError(`${LAYOUT.answersFile} is not a regular file`, 'move it aside and run the install again with the answers');
+  if (info.size > 65_536) throw new UsageError(`${LAYOUT.answersFile} is larger than 64 KiB; it is not ours`, 'move it aside and run the install again with the answers');
   const text = await host.files.read(LAYOUT.answersFile);
   if (!text) return undefined;
-  try {
-    return StoredAnswersSchema.parse(JSON.parse(text));
-  } catch {
-    host.log.warn(`${LAYOUT.answersFile} is unreadable; ignoring it (the install asks again)`);
-    return undefined;
-  }
+  return parseStoredAnswers(text, LAYOUT.answersFile);
 }
 
 /**

@@ -18,7 +18,7 @@ export interface InstallArgs extends GlobalOptions {
   diff?: boolean;
   resetClean?: boolean;
   rotateChannelSecrets?: boolean;
-  lockTimeout?: number;
+  lockTimeout?: string;
   channelAllow?: string;
 }
 
@@ -62,12 +62,12 @@ export function installOptions<T>(y: Argv<T>) {
     .option('yes', { alias: 'y', type: 'boolean', describe: 'Answer yes to confirmations (--reset-clean)', group: 'Mode:' })
     .option('catalog', { type: 'boolean', describe: "The portal's one-click deploy: non-interactive, channel endpoint, JSON result", group: 'Mode:' })
     .option('channel', { type: 'boolean', describe: 'Also configure the hardened channel endpoint (nginx on 18790 + plugin)', group: 'Mode:' })
-    .option('check', { type: 'boolean', describe: 'Show what would change; write nothing', group: 'Mode:' })
-    .option('diff', { type: 'boolean', describe: 'Show file diffs of the changes (secrets masked)', group: 'Mode:' })
+    .option('check', { type: 'boolean', describe: 'Show what would change; write nothing (enforced: nothing can be written)', group: 'Mode:' })
+    .option('diff', { type: 'boolean', describe: 'Like --check, with unified diffs of the file changes (secrets masked)', group: 'Mode:' })
     .option('reset-clean', { type: 'boolean', describe: 'Back up to /tmp/openclaw-backup-*.tar.gz, then remove runtime, mesh client, config and workspace', group: 'Mode:' })
     .option('rotate-channel-secrets', { type: 'boolean', describe: 'Generate a new channel token and knock', group: 'Mode:' })
     .option('channel-allow', { type: 'string', describe: "Only these addresses may reach the channel port 18790: CIDR[,CIDR] (the portal's egress), or 'any'; kept on re-runs", group: 'Mode:' })
-    .option('lock-timeout', { type: 'number', describe: 'Seconds to wait for the apt/dpkg lock', default: 300, group: 'Mode:' })
+    .option('lock-timeout', { type: 'string', describe: 'Seconds to wait for the apt/dpkg lock (default 300)', group: 'Mode:' })
     .example('$0 install', 'Interactive install or update (prompts for the six answers)')
     .example('SERVICE_API_KEY=... SERVICE_MESH_AUTH_KEY=... SERVICE_MCP_TOKEN=... $0 install --customer-name "Acme" --non-interactive', 'Scripted install')
     .example('$0 install --model new-model-id --non-interactive', 'Re-run: change only the model; everything else is kept')

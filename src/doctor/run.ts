@@ -1,5 +1,6 @@
 import { readStoredAnswers } from '../answers/index.js';
 import { UsageError } from '../errors.js';
+import { sweepLeftovers } from '../install/leftovers.js';
 import type { Host } from '../host/index.js';
 import { DoctorContext } from './context.js';
 import { FIX_ACTIONS } from './fixes.js';
@@ -77,6 +78,8 @@ export function summarize(reports: readonly CheckReport[]): Record<CheckStatus, 
 
 export async function runDoctor(host: Host, options: { names: readonly string[]; fix: boolean }): Promise<DoctorReport> {
   const checks = selectChecks(options.names);
+  // --fix repairs: it starts like an install, by removing what an interrupted run left.
+  if (options.fix) await sweepLeftovers(host);
   const ctx = new DoctorContext(host, (await readStoredAnswers(host))?.serviceOverrides);
   const first = await runChecks(ctx, checks);
   if (!options.fix) return report(first);

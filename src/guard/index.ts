@@ -1,5 +1,5 @@
-import { DeployError } from '../errors.js';
-import type { Host } from '../host/index.js';
+import { DeployError, UsageError } from '../errors.js';
+import { readOnlyHost, type Host } from '../host/index.js';
 import { LAYOUT } from '../layout.js';
 import { loadProfile } from '../profile.js';
 import { parseRuntimeConfig, serializeRuntimeConfig } from '../config/runtime-config.js';
@@ -38,10 +38,21 @@ export const GUARD_TAG = 'service-guard';
  * masked) to syslog and guard.log. A correct server is left untouched: no write,
  * no restart; one "ok" line goes to syslog so doctor can tell when the guard last ran.
  */
-export async function runGuard(host: Host, options: GuardOptions): Promise<GuardOutcome> {
+export async function runGuard(given: Host, options: GuardOptions): Promise<GuardOutcome> {
+  // --check runs on the read-only host: any write would be a bug, and throws.
+  const host = options.check ? readOnlyHost(given) : given;
+  let inputs: GuardInputs;
+  try {
+    inputs = await readInputs(host);
+  } catch (error) {
+    // Refused (bad answers.json): nothing is written, not even the lock or guard.log;
+    // the journal still gets the line, so doctor sees the guard failing.
+    if (!options.check) await syslog(host, GUARD_TAG, [host.redactor.redact(`failed: ${(error as Error).message}`)]).catch(() => undefined);
+    throw error;
+  }
   const lock = options.check ? undefined : await host.locks.acquire(LAYOUT.guardLock, 'guard');
   try {
-    const outcome = await enforce(host, options);
+    const outcome = await enforce(host, inputs, options);
     if (!options.check) await record(host, outcome);
     return outcome;
   } catch (error) {
@@ -52,14 +63,22 @@ export async function runGuard(host: Host, options: GuardOptions): Promise<Guard
   }
 }
 
-async function enforce(host: Host, options: GuardOptions): Promise<GuardOutcome> {
+interface GuardInputs {
+  answers: NonNullable<Awaited<ReturnType<typeof readStoredAnswers>>>;
+  profile: ReturnType<typeof loadProfile>;
+}
+
+async function readInputs(host: Host): Promise<GuardInputs> {
   const answers = await readStoredAnswers(host);
   if (!answers) {
-    throw new DeployError(`no stored answers at ${LAYOUT.answersFile}: the guard does not know the service API key and model`, 'run `service-deploy install` on this server first');
+    // Nothing deployed here (yet): a refusal, not a failure.
+    throw new UsageError(`no stored answers at ${LAYOUT.answersFile}: the guard does not know the service API key and model`, 'run `service-deploy install` on this server first');
   }
   host.redactor.add(answers.apiKey, answers.mcpToken);
-  const profile = loadProfile(host.env, answers.serviceOverrides);
+  return { answers, profile: loadProfile(host.env, answers.serviceOverrides) };
+}
 
+async function enforce(host: Host, { answers, profile }: GuardInputs, options: GuardOptions): Promise<GuardOutcome> {
   const [text, configInfo] = await Promise.all([host.files.read(LAYOUT.runtimeConfig), host.files.stat(LAYOUT.runtimeConfig)]);
   if (text === undefined) {
     throw new DeployError(`${LAYOUT.runtimeConfig} is missing`, 'run `service-deploy install` to write it again');

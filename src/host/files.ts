@@ -1,8 +1,8 @@
-import { randomBytes } from 'node:crypto';
 import { constants as fsc } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { PathMap } from './paths.js';
+import { LEGACY_AGE_MS, isTempName, tempMakerGone, tempName, type LegacyTemp } from './temp.js';
 
 export interface Owner {
   uid: number;
@@ -17,6 +17,9 @@ export interface FileInfo {
   size: number;
   mtimeMs: number;
   isDirectory: boolean;
+  isFile: boolean;
+  /** The path itself is a symbolic link (stat never follows one). */
+  isSymlink: boolean;
 }
 
 export interface WriteOptions {
@@ -25,11 +28,24 @@ export interface WriteOptions {
   owner?: Owner;
 }
 
+/** A file being written by `createNew`. */
+export interface NewFile {
+  write(chunk: Uint8Array): Promise<void>;
+  /** Syncs, sets mode/owner/time, closes; returns the bytes written. */
+  close(): Promise<number>;
+  /** Closes and removes it. */
+  abort(): Promise<void>;
+}
+
+/** Creates a new file, never opening an existing one or following a link there. */
+const NEW_FILE = fsc.O_WRONLY | fsc.O_CREAT | fsc.O_EXCL | fsc.O_NOFOLLOW;
+
 /**
  * Files on the machine, addressed by absolute program paths (see PathMap).
  * Writes are atomic: a temp file in the same folder, fsync, chmod/chown, rename,
  * fsync of the folder. A reader (or a crash) sees the old file or the new one,
- * never a mix.
+ * never a mix. Temp files carry the one mark of host/temp.ts, are removed in
+ * `finally`, and a crash's leftovers are removed by `sweepTemps`.
  */
 export class Files {
   constructor(private readonly paths: PathMap) {}
@@ -66,6 +82,8 @@ export class Files {
         size: s.size,
         mtimeMs: s.mtimeMs,
         isDirectory: s.isDirectory(),
+        isFile: s.isFile(),
+        isSymlink: s.isSymbolicLink(),
       };
     } catch (error) {
       if (isMissing(error)) return undefined;
@@ -93,31 +111,138 @@ export class Files {
     if (owner) await chownIfPermitted(real, owner);
   }
 
+  /** The temp path (program path) for `p`: next to it, with the temp mark. */
+  tempPathFor(p: string): string {
+    return path.posix.join(path.posix.dirname(p), tempName(path.posix.basename(p)));
+  }
+
   async write(p: string, content: string | Uint8Array, options: WriteOptions): Promise<void> {
     const target = this.real(p);
     const dir = path.dirname(target);
     await fs.mkdir(dir, { recursive: true, mode: 0o755 });
-    const temp = path.join(dir, `.${path.basename(target)}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`);
-    // Created 0600 whatever the final mode: a secret never sits in a readable temp file.
-    const handle = await fs.open(temp, fsc.O_WRONLY | fsc.O_CREAT | fsc.O_EXCL, 0o600);
+    const temp = path.join(dir, tempName(path.basename(target)));
     try {
-      await handle.writeFile(content);
-      await handle.sync();
-      if (options.owner) await chownIfPermitted(temp, options.owner, handle);
-      await handle.chmod(options.mode);
-    } catch (error) {
-      await handle.close();
-      await fs.rm(temp, { force: true });
-      throw error;
-    }
-    await handle.close();
-    try {
+      await writeNewFile(temp, content, options);
       await fs.rename(temp, target);
-    } catch (error) {
+    } finally {
       await fs.rm(temp, { force: true });
-      throw error;
     }
     await syncDir(dir);
+  }
+
+  /**
+   * Writes a file that must not exist yet (O_EXCL, never through a link): created
+   * 0600, written, synced, then given its mode and owner. For temp files that hand a
+   * secret to a command (the mesh auth key, a config candidate).
+   */
+  async writeNew(p: string, content: string | Uint8Array, options: WriteOptions): Promise<void> {
+    await writeNewFile(this.real(p), content, options);
+  }
+
+  /**
+   * Opens a file that must not exist yet (O_EXCL, never through a link) for writing in
+   * pieces (a backup, a restored file). It is 0600 until `close` syncs it and gives it
+   * its mode, owner and (optionally) time; `abort` removes it.
+   */
+  async createNew(p: string, options: WriteOptions & { mtimeMs?: number }): Promise<NewFile> {
+    const real = this.real(p);
+    const handle = await fs.open(real, NEW_FILE, 0o600);
+    let bytes = 0;
+    let open = true;
+    const shut = async () => {
+      if (open) await handle.close();
+      open = false;
+    };
+    return {
+      write: async (chunk) => {
+        await handle.write(chunk);
+        bytes += chunk.length;
+      },
+      close: async () => {
+        try {
+          await handle.sync();
+          if (options.owner) await chownIfPermitted(real, options.owner, handle);
+          await handle.chmod(options.mode);
+          if (options.mtimeMs !== undefined) await handle.utimes(options.mtimeMs / 1000, options.mtimeMs / 1000);
+        } finally {
+          await shut();
+        }
+        return bytes;
+      },
+      abort: async () => {
+        await shut();
+        await fs.rm(real, { force: true });
+      },
+    };
+  }
+
+  /** A private folder (0700 by default) next to `nextTo`, with the temp mark; returns its program path. */
+  async makeTempDir(nextTo: string, mode = 0o700): Promise<string> {
+    const dir = this.tempPathFor(nextTo);
+    await fs.mkdir(path.dirname(this.real(dir)), { recursive: true, mode: 0o755 });
+    await fs.mkdir(this.real(dir), { mode });
+    await fs.chmod(this.real(dir), mode);
+    return dir;
+  }
+
+  /** One new folder (its parent must exist); fails if anything is there already. */
+  async mkdir(p: string, mode: number, owner?: Owner): Promise<void> {
+    const real = this.real(p);
+    await fs.mkdir(real, { mode });
+    await fs.chmod(real, mode);
+    if (owner) await chownIfPermitted(real, owner);
+  }
+
+  /** A new symbolic link at `p` holding `target` (as given, never resolved). */
+  async symlink(target: string, p: string): Promise<void> {
+    await fs.symlink(target, this.real(p));
+  }
+
+  async readLink(p: string): Promise<string | undefined> {
+    try {
+      return await fs.readlink(this.real(p));
+    } catch (error) {
+      if (isMissing(error) || (error as NodeJS.ErrnoException).code === 'EINVAL') return undefined;
+      throw error;
+    }
+  }
+
+  /**
+   * Gives the file at `from` the name `to` only if `to` does not exist (a hard link,
+   * then the old name removed): a backup never replaces another. False if `to` exists.
+   */
+  async publishNew(from: string, to: string): Promise<boolean> {
+    try {
+      await fs.link(this.real(from), this.real(to));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
+      throw error;
+    }
+    await fs.rm(this.real(from), { force: true });
+    await syncDir(path.dirname(this.real(to)));
+    return true;
+  }
+
+  /**
+   * Removes the temp files and folders in `dirs` whose maker is gone (killed, crashed),
+   * and earlier versions' temp files once they are old. Returns what was removed.
+   */
+  async sweepTemps(dirs: readonly string[], legacy: readonly LegacyTemp[] = []): Promise<string[]> {
+    const removed: string[] = [];
+    for (const dir of dirs) {
+      for (const name of await this.list(dir)) {
+        const p = path.posix.join(dir, name);
+        let orphan = isTempName(name) && tempMakerGone(name);
+        if (!orphan && !isTempName(name) && legacy.some((l) => l.dir === dir && l.name.test(name))) {
+          const info = await this.stat(p);
+          orphan = info !== undefined && (name.startsWith('mesh-auth-key.') || Date.now() - info.mtimeMs > LEGACY_AGE_MS);
+        }
+        if (!orphan) continue;
+        await fs.rm(this.real(p), { recursive: true, force: true });
+        removed.push(p);
+      }
+    }
+    return removed;
   }
 
   async chmod(p: string, mode: number): Promise<void> {
@@ -140,6 +265,22 @@ export class Files {
 export function isMissing(error: unknown): boolean {
   const code = (error as NodeJS.ErrnoException | undefined)?.code;
   return code === 'ENOENT' || code === 'ENOTDIR';
+}
+
+async function writeNewFile(real: string, content: string | Uint8Array, options: WriteOptions): Promise<void> {
+  // Created 0600 whatever the final mode: a secret never sits in a readable file.
+  const handle = await fs.open(real, NEW_FILE, 0o600);
+  try {
+    await handle.writeFile(content);
+    await handle.sync();
+    if (options.owner) await chownIfPermitted(real, options.owner, handle);
+    await handle.chmod(options.mode);
+  } catch (error) {
+    await handle.close();
+    await fs.rm(real, { force: true });
+    throw error;
+  }
+  await handle.close();
 }
 
 async function syncDir(dir: string): Promise<void> {

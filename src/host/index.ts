@@ -5,11 +5,13 @@ import { Logger } from './log.js';
 import { Net } from './net.js';
 import { PathMap } from './paths.js';
 import { Proc } from './proc.js';
+import { readOnlyParts } from './read-only.js';
 import { Redactor } from './redact.js';
 import { Services } from './services.js';
 
 export { ROOT_OWNER, type Owner, type FileInfo } from './files.js';
 export { MASK, maskSecret } from './redact.js';
+export { CheckModeViolation } from './read-only.js';
 
 /**
  * The only door to the machine. Steps, checks and commands receive a Host and
@@ -29,6 +31,8 @@ export interface Host {
   readonly redactor: Redactor;
   readonly log: Logger;
   readonly env: NodeJS.ProcessEnv;
+  /** True for the check-mode host (host/read-only.ts): every change throws. */
+  readonly readOnly: boolean;
   now(): Date;
 }
 
@@ -56,6 +60,17 @@ export function createHost(options: HostOptions = {}): Host {
     redactor,
     log,
     env,
+    readOnly: false,
     now: () => new Date(),
   };
 }
+
+/**
+ * The same machine, read-only: every change throws a CheckModeViolation (host/read-only.ts).
+ * --check, --diff, restore --check, guard --check and render run on it.
+ */
+export function readOnlyHost(host: Host): Host {
+  if (host.readOnly) return host;
+  return { ...readOnlyParts(host), readOnly: true };
+}
+

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { LockBusyError } from '../errors.js';
 import { isMissing } from './files.js';
 import type { PathMap } from './paths.js';
+import { tempName } from './temp.js';
 
 export interface LockHolder {
   pid: number;
@@ -51,8 +52,9 @@ export class Locks {
         );
       }
       // Stale: its owner died. Move it aside atomically so two runs cannot both take it.
-      await fs.rename(real, `${real}.stale-${process.pid}`).catch(() => undefined);
-      await fs.rm(`${real}.stale-${process.pid}`, { force: true });
+      const aside = path.join(path.dirname(real), tempName(path.basename(real)));
+      await fs.rename(real, aside).catch(() => undefined);
+      await fs.rm(aside, { force: true });
     }
     throw new LockBusyError(`could not take the ${what} lock at ${lockPath}`, 'run again');
   }

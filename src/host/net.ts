@@ -29,16 +29,21 @@ export class Net {
     return { status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') };
   }
 
-  /** Streams `url` into `realPath` (mode 0600) and returns its SHA-256 (hex). */
+  /** Streams `url` into the new file `realPath` (mode 0600, never an existing file or a link) and returns its SHA-256 (hex). */
   async download(url: string, realPath: string, options: HttpOptions = {}): Promise<string> {
     const res = await this.open(url, options);
     if (res.statusCode !== 200) {
       res.resume();
       throw new DeployError(`download ${url} failed: HTTP ${res.statusCode}`, 'check the network and the source, then run again');
     }
+    // Opened before the first 'data' listener starts the response flowing.
+    const handle = await fs.promises.open(realPath, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, 0o600).catch((error: unknown) => {
+      res.resume();
+      throw error;
+    });
     const hash = createHash('sha256');
     res.on('data', (chunk: Buffer) => hash.update(chunk));
-    await pipeline(res, fs.createWriteStream(realPath, { mode: 0o600 }));
+    await pipeline(res, handle.createWriteStream());
     return hash.digest('hex');
   }
 

@@ -1,131 +1,130 @@
-import fs from 'node:fs';
 import path from 'node:path';
-import { pipeline } from 'node:stream/promises';
 import * as tar from 'tar';
 import { DeployError } from '../errors.js';
-import type { Host } from '../host/index.js';
-import { BACKUP_PREFIX, LAYOUT } from '../layout.js';
+import { ROOT_OWNER, type Host } from '../host/index.js';
+import { BACKUP_PREFIX } from '../layout.js';
+import { inspectArchive, openArchive } from './archive.js';
+import { BACKUP_ROOTS, installMode, relativePathProblem, symlinkProblem, type ItemKind } from './backup-set.js';
+import { isLeftover } from './leftovers.js';
 
-/** What a backup holds: config and state, workspace, channel files, nginx site, TLS, cron, units. */
-export const BACKUP_PATHS = [
-  LAYOUT.runtimeDir,
-  LAYOUT.stateDir,
-  LAYOUT.gatewayUnitFile,
-  LAYOUT.gatewayDropInDir,
-  LAYOUT.nginxSite,
-  LAYOUT.tlsDir,
-  LAYOUT.guardCron,
-  LAYOUT.guardScript,
-  // The memory index (QMD): private data like the workspace it indexes. Only the index
-  // and the collection config, not QMD's model cache; a missed WAL tail is re-read from
-  // the memory files by the refresh after restore.
-  LAYOUT.qmdIndex,
-  LAYOUT.qmdConfigDir,
-];
+export { BACKUP_PATHS, BACKUP_ROOTS } from './backup-set.js';
 
-export function backupName(now: Date): string {
-  const p = (n: number) => String(n).padStart(2, '0');
-  const stamp = `${now.getFullYear()}${p(now.getMonth() + 1)}${p(now.getDate())}-${p(now.getHours())}${p(now.getMinutes())}${p(now.getSeconds())}`;
-  return `${BACKUP_PREFIX}${stamp}.tar.gz`;
+export interface BackupItem {
+  /** Program path. */
+  path: string;
+  kind: ItemKind;
+  size: number;
+  /** The mode restore will give it. */
+  mode: number;
+}
+
+export interface BackupPlan {
+  items: BackupItem[];
+  /** What is under the backup roots but left out, and why (restore would refuse it). */
+  skipped: Array<{ path: string; why: string }>;
+  bytes: number;
 }
 
 /**
- * Writes a gzip tar of every existing BACKUP_PATHS entry (paths stored relative to /,
- * owners and modes kept), mode 0600 from the first byte, then reads it back whole
- * and checks every file made it. Returns the archive path and its entry count.
+ * What a backup of this server holds (read-only): every file, folder and symbolic
+ * link under the backup roots that restore accepts. The rest (sockets, FIFOs, links
+ * pointing out, a root of the wrong kind) is listed in `skipped`; our temp files are
+ * left out silently. So every backup written is one restore takes back.
  */
-export async function writeBackup(host: Host): Promise<{ archive: string; entries: number; files: string[] }> {
-  const archive = backupName(host.now());
-  const real = host.paths.real(archive);
-  const root = host.paths.real('/');
-  const present: string[] = [];
-  for (const p of BACKUP_PATHS) if (await host.files.exists(p)) present.push(p.slice(1));
-  if (present.length === 0) throw new DeployError('there is no deployment here to back up', 'nothing to reset');
-  await fs.promises.mkdir(path.dirname(real), { recursive: true });
-  const partial = `${real}.partial`;
-  await pipeline(
-    tar.c({ gzip: true, cwd: root, portable: false, follow: false }, present),
-    fs.createWriteStream(partial, { mode: 0o600, flags: 'wx' }),
-  );
-  const expected = await listFiles(root, present);
-  const listed = await listArchive(partial);
-  const missing = expected.filter((f) => !listed.has(f));
-  if (missing.length > 0) {
-    await fs.promises.rm(partial, { force: true });
-    throw new DeployError(`the backup archive is incomplete (missing ${missing.slice(0, 5).join(', ')})`, 'nothing was removed; check free space in /tmp and run again');
-  }
-  await fs.promises.rename(partial, real);
-  return { archive, entries: listed.size, files: [...listed] };
-}
-
-export interface ArchiveEntry {
-  name: string;
-  type: string;
-  linkpath?: string;
-}
-
-/** Every entry of an archive; reading it to the end also checks the gzip stream. */
-export async function readArchive(realPath: string): Promise<ArchiveEntry[]> {
-  const entries: ArchiveEntry[] = [];
-  try {
-    await tar.t({
-      file: realPath,
-      strict: true,
-      onReadEntry: (entry) => entries.push({ name: entry.path.replace(/\/$/, ''), type: entry.type, linkpath: entry.linkpath || undefined }),
-    });
-  } catch (error) {
-    throw new DeployError(`${realPath} is not a readable backup archive: ${(error as Error).message}`);
-  }
-  return entries;
-}
-
-export async function listArchive(realPath: string): Promise<Set<string>> {
-  return new Set((await readArchive(realPath)).map((e) => e.name));
-}
-
-async function listFiles(root: string, relative: string[]): Promise<string[]> {
-  const out: string[] = [];
-  const walk = async (rel: string) => {
-    const stat = await fs.promises.lstat(path.join(root, rel));
-    out.push(rel);
-    if (stat.isDirectory()) for (const child of await fs.promises.readdir(path.join(root, rel))) await walk(path.join(rel, child));
+export async function planBackup(host: Host): Promise<BackupPlan> {
+  const plan: BackupPlan = { items: [], skipped: [], bytes: 0 };
+  const visit = async (p: string, rootKind?: 'directory' | 'file'): Promise<void> => {
+    const info = await host.files.stat(p);
+    if (!info) return;
+    const nameProblem = relativePathProblem(p.slice(1));
+    if (nameProblem) return void plan.skipped.push({ path: p, why: nameProblem.replace(/^has /, '') });
+    const kind: ItemKind | undefined = info.isSymlink ? 'symlink' : info.isDirectory ? 'directory' : info.isFile ? 'file' : undefined;
+    if (!kind) return void plan.skipped.push({ path: p, why: 'not a file, folder or symbolic link (socket, FIFO or device)' });
+    if (rootKind && kind !== rootKind) return void plan.skipped.push({ path: p, why: `a ${kind} where the deployment has a ${rootKind}` });
+    if (kind === 'symlink') {
+      const problem = symlinkProblem(p, (await host.files.readLink(p)) ?? '');
+      if (problem) return void plan.skipped.push({ path: p, why: problem.replace(/^is /, '') });
+    }
+    plan.items.push({ path: p, kind, size: kind === 'file' ? info.size : 0, mode: installMode(p, kind, info.mode) });
+    if (kind === 'file') plan.bytes += info.size;
+    if (kind === 'directory') {
+      // Temp files (a crash's leftovers, the old mesh key file) never go into a backup.
+      for (const name of await host.files.list(p)) if (!isLeftover(p, name)) await visit(path.posix.join(p, name));
+    }
   };
-  for (const rel of relative) await walk(rel);
-  return out;
+  for (const root of BACKUP_ROOTS) await visit(root.path, root.kind);
+  return plan;
+}
+
+/** `/tmp/openclaw-backup-YYYYMMDD-HHMMSS.tar.gz`; the n-th backup of the same second gets `-n`. */
+export function backupName(now: Date, n = 1): string {
+  const p = (v: number) => String(v).padStart(2, '0');
+  const stamp = `${now.getFullYear()}${p(now.getMonth() + 1)}${p(now.getDate())}-${p(now.getHours())}${p(now.getMinutes())}${p(now.getSeconds())}`;
+  return `${BACKUP_PREFIX}${stamp}${n > 1 ? `-${n}` : ''}.tar.gz`;
+}
+
+/** node-tar writes a second name of a file as a hard link; restore refuses those, so every file goes in whole. */
+class NoHardLinks extends Map<`${number}:${number}`, string> {
+  override has(): boolean {
+    return false;
+  }
+  override set(): this {
+    return this;
+  }
+}
+
+export interface WrittenBackup {
+  archive: string;
+  entries: number;
+  bytes: number;
+  skipped: BackupPlan['skipped'];
 }
 
 /**
- * Extracts a backup over / (owners and modes as archived). Every entry is checked
- * first: inside the paths a backup holds, no ".." and no absolute names, hard links
- * inside those paths. Symbolic links are kept as archived (OpenClaw's state holds
- * absolute links into its package folders).
+ * Writes a gzip tar of the backup plan (names relative to /; no owners: restore
+ * gives everything the install's), 0600 from the first byte, as a temp
+ * file in /tmp; reads it back whole with restore's own checks and compares it with
+ * the plan; then gives it its name, never replacing an existing backup (two in the
+ * same second get -2, -3...).
  */
-export async function extractBackup(host: Host, archiveRealPath: string): Promise<number> {
-  const entries = await readArchive(archiveRealPath);
-  const allowed = BACKUP_PATHS.map((p) => p.slice(1));
-  const inside = (name: string) => allowed.some((a) => name === a || name.startsWith(`${a}/`));
-  const unsafe = entries.filter(
-    (e) =>
-      !inside(e.name) ||
-      e.name.split('/').includes('..') ||
-      path.isAbsolute(e.name) ||
-      (e.type === 'Link' && (!e.linkpath || !inside(e.linkpath))),
-  );
-  if (unsafe.length > 0) {
-    throw new DeployError(
-      `${archiveRealPath} holds paths a service-deploy backup never has: ${unsafe.slice(0, 3).map((e) => e.name).join(', ')}`,
-      'refusing to extract it',
-    );
+export async function writeBackup(host: Host): Promise<WrittenBackup> {
+  const plan = await planBackup(host);
+  if (plan.items.length === 0) throw new DeployError('there is no deployment here to back up', 'nothing to reset');
+  const now = host.now();
+  await host.files.ensureDir(path.posix.dirname(BACKUP_PREFIX), 0o1777);
+  const temp = host.files.tempPathFor(backupName(now));
+  try {
+    const out = await host.files.createNew(temp, { mode: 0o600, owner: ROOT_OWNER });
+    try {
+      const pack = tar.c(
+        { gzip: true, cwd: host.paths.real('/'), portable: true, noDirRecurse: true, follow: false, strict: true, linkCache: new NoHardLinks() },
+        plan.items.map((i) => i.path.slice(1)),
+      );
+      for await (const chunk of pack as AsyncIterable<Buffer>) await out.write(chunk);
+      await out.close();
+    } catch (error) {
+      await out.abort();
+      throw new DeployError(`could not write the backup: ${(error as Error).message}`, 'nothing was removed; check free space in /tmp and run again');
+    }
+    const handle = await openArchive(host.paths.real(temp), temp);
+    let listed: Map<string, ItemKind>;
+    try {
+      // An incomplete deployment may have no answers yet: restore would say so.
+      const manifest = await inspectArchive(handle, temp, undefined, { requireAnswers: false });
+      listed = new Map(manifest.items.map((i) => [i.path, i.kind]));
+    } finally {
+      await handle.close();
+    }
+    const missing = plan.items.filter((i) => listed.get(i.path) !== i.kind).map((i) => i.path);
+    if (missing.length > 0) {
+      throw new DeployError(`the backup archive is incomplete (missing ${missing.slice(0, 5).join(', ')})`, 'nothing was removed; run again (files may have changed while it was written)');
+    }
+    for (let n = 1; n <= 1000; n++) {
+      const archive = backupName(now, n);
+      if (await host.files.publishNew(temp, archive)) return { archive, entries: listed.size, bytes: plan.bytes, skipped: plan.skipped };
+    }
+    throw new DeployError('could not find a free backup name in /tmp', 'remove old /tmp/openclaw-backup-* files and run again');
+  } finally {
+    await host.files.remove(temp);
   }
-  const root = host.paths.real('/');
-  await tar.x({
-    file: archiveRealPath,
-    cwd: root,
-    preserveOwner: process.getuid?.() === 0,
-    strict: true,
-    // node-tar's own escape check compares against cwd + "/", which is "//" when the
-    // target is the real root, and so refuses every entry; the checks above do its job.
-    preservePaths: root === '/',
-  });
-  return entries.length;
 }

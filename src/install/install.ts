@@ -1,13 +1,15 @@
 import { resolveDeploymentInputs } from '../answers/index.js';
 import { parseAllowList, type Cidr } from '../channel/allow.js';
 import { UsageError } from '../errors.js';
-import { createHost, type Host } from '../host/index.js';
+import { createHost, readOnlyHost, type Host } from '../host/index.js';
 import { LAYOUT } from '../layout.js';
 import { printJson, printLine } from '../output.js';
 import { formatRecap, pipelineJson, planLines } from '../pipeline/report.js';
 import { runPipeline, type PipelineOutcome, type Renderer } from '../pipeline/runner.js';
 import type { InstallOptions, Step } from '../pipeline/step.js';
 import { installSteps } from '../steps/index.js';
+import { preflightStep } from '../steps/preflight.js';
+import { sweepLeftovers } from './leftovers.js';
 import { DEFAULT_LOCK_TIMEOUT_SECONDS, type InstallRequest } from './request.js';
 
 export type { InstallRequest } from './request.js';
@@ -28,15 +30,35 @@ export async function runInstall(request: InstallRequest): Promise<void> {
   await installWithLock({ host, request });
 }
 
+/** The longest --lock-timeout that makes sense: a day. */
+export const MAX_LOCK_TIMEOUT_SECONDS = 86_400;
+
+/** --lock-timeout as given (text from the command line): seconds, refused when empty, negative, not a number or absurd. */
+export function lockTimeoutSeconds(value: number | string | undefined): number {
+  if (value === undefined) return DEFAULT_LOCK_TIMEOUT_SECONDS;
+  const text = String(value).trim();
+  const refuse = (why: string): never => {
+    throw new UsageError(`--lock-timeout ${JSON.stringify(String(value)).slice(0, 40)}: ${why}`, `give a number of seconds from 0 to ${MAX_LOCK_TIMEOUT_SECONDS} (default ${DEFAULT_LOCK_TIMEOUT_SECONDS}); nothing was changed`);
+  };
+  if (text === '') refuse('is empty');
+  if (!/^\d+(\.\d+)?$/.test(text)) refuse(text.startsWith('-') ? 'is negative' : 'is not a number');
+  const seconds = Number(text);
+  if (!Number.isFinite(seconds) || seconds > MAX_LOCK_TIMEOUT_SECONDS) refuse(`is more than ${MAX_LOCK_TIMEOUT_SECONDS} seconds (a day)`);
+  return seconds;
+}
+
 /**
  * Resolves the answers (prompting first, before any task list), then runs the
  * pipeline under the install lock. Bad answers end the run before anything is written.
+ * --check and --diff run on a read-only host (host/read-only.ts): no lock, no log
+ * file, and any attempt to change the server is a bug that throws.
  */
-export async function installWithLock({ host, request, steps }: InstallRun): Promise<PipelineOutcome> {
+export async function installWithLock({ host: given, request, steps }: InstallRun): Promise<PipelineOutcome> {
   const catalog = Boolean(request.catalog);
+  const check = Boolean(request.check || request.diff);
+  const host = check ? readOnlyHost(given) : given;
   const interactive = !catalog && !request.nonInteractive && !request.json && Boolean(process.stdin.isTTY && process.stdout.isTTY);
-  const lockTimeout = request.lockTimeout ?? DEFAULT_LOCK_TIMEOUT_SECONDS;
-  if (!Number.isFinite(lockTimeout) || lockTimeout < 0) throw new UsageError('--lock-timeout must be a number of seconds >= 0');
+  const lockTimeout = lockTimeoutSeconds(request.lockTimeout);
 
   // Every question is asked before the task list starts.
   const prompter = interactive ? await (await import('../answers/index.js')).terminalPrompter() : undefined;
@@ -44,7 +66,7 @@ export async function installWithLock({ host, request, steps }: InstallRun): Pro
 
   const channelAllow = parseChannelAllow(request);
   const options: InstallOptions = {
-    check: Boolean(request.check),
+    check,
     diff: Boolean(request.diff),
     channel: catalog || Boolean(request.channel),
     catalog,
@@ -53,9 +75,10 @@ export async function installWithLock({ host, request, steps }: InstallRun): Pro
     channelAllow,
   };
 
-  const lock = await host.locks.acquire(LAYOUT.installLock, 'install');
+  const lock = check ? undefined : await host.locks.acquire(LAYOUT.installLock, 'install');
   try {
-    if (!options.check) {
+    if (!check) {
+      await sweepLeftovers(host);
       await host.files.ensureDir(LAYOUT.logDir, 0o700);
       host.log.attachFile(host.paths.real(LAYOUT.installLog));
       host.log.debug(`install started: customer ${answers.customerSlug}, model ${answers.modelId}, channel ${options.channel}`);
@@ -64,10 +87,11 @@ export async function installWithLock({ host, request, steps }: InstallRun): Pro
     const started = Date.now();
     const outcome = await runPipeline(steps ?? installSteps(), { host, profile, answers, components, options }, renderer);
     report(host, request, outcome, options, Date.now() - started);
-    if (outcome.failed) process.exitCode = 1;
+    // preflight changes nothing by contract: its failure is a refusal (exit 2).
+    if (outcome.failed) process.exitCode = outcome.results.some((r) => r.status === 'failed' && r.id === preflightStep.id) ? 2 : 1;
     return outcome;
   } finally {
-    await lock.release();
+    await lock?.release();
     host.log.close();
   }
 }

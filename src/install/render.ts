@@ -1,6 +1,6 @@
 import { serializeRuntimeConfig } from '../config/runtime-config.js';
 import { DeployError, UsageError } from '../errors.js';
-import { createHost } from '../host/index.js';
+import { createHost, readOnlyHost } from '../host/index.js';
 import { gatewayUnitFile } from '../steps/gateway-service.js';
 import { runtimeSecretFiles } from '../steps/runtime-secrets.js';
 import { guardCron, guardScript } from '../steps/guard.js';
@@ -28,7 +28,8 @@ export interface RenderRequest {
 
 /** `service-deploy render FILE`: what the install would write, for review. Writes nothing. */
 export async function runRender(request: RenderRequest): Promise<void> {
-  const host = createHost({ verbose: request.verbose });
+  // Writes nothing, by construction: the read-only host throws on any change.
+  const host = readOnlyHost(createHost({ verbose: request.verbose }));
   const { profile, components, answers } = await resolveDeploymentInputs(host, request.answers, { needMeshAuthKey: false });
   const channel = Boolean(request.channel);
 

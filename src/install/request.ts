@@ -16,8 +16,8 @@ export interface InstallRequest {
   rotateChannelSecrets?: boolean;
   /** --channel-allow: CIDR[,CIDR] or "any" (raw; parsed by the install). */
   channelAllow?: string;
-  /** Seconds to wait for the apt/dpkg lock (default 300). */
-  lockTimeout?: number;
+  /** Seconds to wait for the apt/dpkg lock (default 300), as given: checked by the install. */
+  lockTimeout?: number | string;
 }
 
 export const DEFAULT_LOCK_TIMEOUT_SECONDS = 300;

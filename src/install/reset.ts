@@ -1,9 +1,10 @@
 import { CancelledError, UsageError } from '../errors.js';
-import type { Host } from '../host/index.js';
+import { readOnlyHost, type Host } from '../host/index.js';
 import { LAYOUT } from '../layout.js';
 import { printJson, printLine } from '../output.js';
 import { removeChannelFirewall } from '../steps/channel-firewall.js';
-import { BACKUP_PATHS, writeBackup } from './backup.js';
+import { BACKUP_PATHS, backupName, planBackup, writeBackup } from './backup.js';
+import { sweepLeftovers } from './leftovers.js';
 import type { InstallRequest } from './request.js';
 
 /** Everything --reset-clean removes (the service-deploy binary stays, for `restore`). */
@@ -18,11 +19,22 @@ export const RESET_REMOVES = [
   LAYOUT.qmdRefreshTimerFile,
 ];
 
+/** The commands the reset runs after the backup, in words (for --check). */
+const RESET_COMMANDS = [
+  `systemctl --user disable --now ${LAYOUT.gatewayUnit}`,
+  'tailscale logout',
+  'apt-get purge tailscale',
+  'systemctl --user daemon-reload',
+  'nginx -t, then reload nginx',
+];
+
 /**
  * --reset-clean: confirm, back up (and verify the backup), then remove the agent
  * runtime, the mesh client, all config and the memory/workspace directory.
+ * With --check or --diff: say what would be backed up and removed, on a read-only host.
  */
 export async function runResetClean(host: Host, request: InstallRequest): Promise<void> {
+  if (request.check || request.diff) return planResetClean(readOnlyHost(host), request);
   if (!request.yes) {
     if (!process.stdin.isTTY || request.nonInteractive || request.json) {
       throw new UsageError('--reset-clean removes the deployment and needs confirmation', 'add --yes to confirm without a terminal');
@@ -34,8 +46,10 @@ export async function runResetClean(host: Host, request: InstallRequest): Promis
   }
   const lock = await host.locks.acquire(LAYOUT.installLock, 'install');
   try {
+    await sweepLeftovers(host);
     const backup = await writeBackup(host);
     host.log.info(`backup written and verified: ${backup.archive} (${backup.entries} entries)`);
+    for (const s of backup.skipped) host.log.warn(`not in the backup: ${s.path} (${s.why})`);
 
     await host.services.disable('user', LAYOUT.gatewayUnit).catch(() => undefined);
     await host.services.disable('user', LAYOUT.qmdRefreshTimer).catch(() => undefined);
@@ -56,7 +70,7 @@ export async function runResetClean(host: Host, request: InstallRequest): Promis
       const test = await host.exec.run('nginx', ['-t'], { allowFailure: true });
       if (test.exitCode === 0) await host.services.reload('system', 'nginx').catch(() => undefined);
     }
-    if (request.json) printJson({ ok: true, backup: backup.archive, entries: backup.entries, removed: RESET_REMOVES });
+    if (request.json) printJson({ ok: true, backup: backup.archive, entries: backup.entries, skipped: backup.skipped, removed: RESET_REMOVES });
     else {
       printLine(`backup: ${backup.archive}`);
       printLine(`removed the deployment; bring it back with: service-deploy restore ${backup.archive}`);
@@ -64,4 +78,28 @@ export async function runResetClean(host: Host, request: InstallRequest): Promis
   } finally {
     await lock.release();
   }
+}
+
+/** What --reset-clean would do, read-only: the backup's content and what would be removed. */
+async function planResetClean(host: Host, request: InstallRequest): Promise<void> {
+  const plan = await planBackup(host);
+  const remove: string[] = [];
+  for (const p of RESET_REMOVES) if (await host.files.exists(p)) remove.push(p);
+  const archive = backupName(host.now());
+  if (request.json) {
+    printJson({
+      ok: true,
+      mode: 'check',
+      backup: { archive, entries: plan.items.length, bytes: plan.bytes, items: plan.items.map((i) => i.path), skipped: plan.skipped },
+      remove,
+      commands: RESET_COMMANDS,
+    });
+    return;
+  }
+  if (plan.items.length === 0) printLine('would back up nothing: there is no deployment here (the reset would stop there)');
+  else printLine(`would back up ${plan.items.length} entries (${plan.bytes} bytes of files) to ${archive} (0600)`);
+  for (const s of plan.skipped) printLine(`would leave out of the backup  ${s.path} (${s.why})`);
+  for (const p of remove) printLine(`would remove  ${p}`);
+  for (const c of RESET_COMMANDS) printLine(`would run     ${c}`);
+  printLine('plan: nothing was changed (--check)');
 }

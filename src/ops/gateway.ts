@@ -1,4 +1,4 @@
-import { DeployError } from '../errors.js';
+import { DeployError, UsageError } from '../errors.js';
 import { createHost, type Host } from '../host/index.js';
 import { userManagerEnv } from '../host/services.js';
 import { LAYOUT } from '../layout.js';
@@ -62,7 +62,7 @@ async function restart(host: Host, options: OpsOptions): Promise<void> {
 
 async function logs(host: Host, options: OpsOptions): Promise<void> {
   const lines = options.lines ?? 200;
-  if (!Number.isInteger(lines) || lines <= 0) throw new DeployError('--lines must be a positive whole number');
+  if (!Number.isInteger(lines) || lines <= 0 || lines > 100_000) throw new UsageError(`--lines ${lines}: must be a whole number from 1 to 100000`, 'nothing was run');
   const result = await host.exec.run('journalctl', ['--user', '-u', UNIT, '-n', String(lines), '--no-pager', ...(options.json ? ['-o', 'json'] : [])], {
     env: userManagerEnv(),
     timeoutMs: 60_000,

@@ -34,12 +34,16 @@ export const browserStep: Step = {
     const browser = browserFor(await readOs(host.files), components);
     if (browser.aptRepoUrl) {
       ctx.progress('adding the browser apt repository');
-      const partial = `${CHROME_KEYRING}.partial`;
+      const partial = host.files.tempPathFor(CHROME_KEYRING);
       await host.files.ensureDir('/usr/share/keyrings', 0o755);
-      // Google publishes an ASCII-armoured key; apt's signed-by accepts armoured keys in .asc files.
-      await host.net.download(components.sources.browserKeyUrl, host.paths.real(partial), { caFile: components.sources.caFile });
-      await host.files.chmod(partial, 0o644);
-      await host.files.rename(partial, CHROME_KEYRING.replace(/\.gpg$/, '.asc'));
+      try {
+        // Google publishes an ASCII-armoured key; apt's signed-by accepts armoured keys in .asc files.
+        await host.net.download(components.sources.browserKeyUrl, host.paths.real(partial), { caFile: components.sources.caFile });
+        await host.files.chmod(partial, 0o644);
+        await host.files.rename(partial, CHROME_KEYRING.replace(/\.gpg$/, '.asc'));
+      } finally {
+        await host.files.remove(partial);
+      }
       await host.files.write(CHROME_SOURCES, `deb [arch=amd64 signed-by=${CHROME_KEYRING.replace(/\.gpg$/, '.asc')}] ${browser.aptRepoUrl} stable main\n`, { mode: 0o644 });
     }
     await aptInstall(host, [browser.package], options.lockTimeoutMs / 1000);

@@ -243,9 +243,7 @@ export const channelTlsStep: Step = {
       return;
     }
     ctx.progress(`openssl: RSA ${TLS_KEY_BITS} key and certificate`);
-    const work = `${LAYOUT.tlsDir}/.new-${process.pid}`;
-    await host.files.remove(work);
-    await host.files.ensureDir(work, 0o700);
+    const work = await host.files.makeTempDir(LAYOUT.tlsKey);
     try {
       await host.exec.run('openssl', [
         'req', '-x509', '-newkey', `rsa:${TLS_KEY_BITS}`, '-nodes', '-sha256', '-days', String(TLS_VALID_DAYS),

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { DeployError } from '../errors.js';
 import type { Host } from '../host/index.js';
 import { readOs } from '../host/os.js';
@@ -97,10 +96,12 @@ export const meshClientStep: Step = {
   },
 };
 
+/** The key lives in a 0600 temp file in /run (never in a backup) only while `tailscale up` runs. */
 async function loginWithKeyFile(host: Host, key: string, hostname: string): Promise<void> {
-  const keyFile = `${LAYOUT.meshAuthKeyFile}.${randomBytes(4).toString('hex')}`;
-  await host.files.write(keyFile, `${key}\n`, { mode: 0o600 });
+  await host.files.ensureDir(LAYOUT.runDir, 0o700);
+  const keyFile = host.files.tempPathFor(LAYOUT.meshAuthKeyFile);
   try {
+    await host.files.writeNew(keyFile, `${key}\n`, { mode: 0o600 });
     await host.exec.run('tailscale', ['up', `--auth-key=file:${host.paths.real(keyFile)}`, `--hostname=${hostname}`], { timeoutMs: 120_000 });
   } finally {
     await host.files.remove(keyFile);
@@ -114,11 +115,15 @@ async function installMeshClient(ctx: InstallContext): Promise<void> {
   const codename = os.codename || (os.versionId === '22.04' ? 'jammy' : 'noble');
   const repo = components.sources.meshAptUrl.replace(/\/ubuntu$/, `/${distro}`);
   ctx.progress('adding the mesh client apt repository');
-  const partial = `${KEYRING}.partial`;
+  const partial = host.files.tempPathFor(KEYRING);
   await host.files.ensureDir('/usr/share/keyrings', 0o755);
-  await host.net.download(`${repo}/${codename}.noarmor.gpg`, host.paths.real(partial), { caFile: components.sources.caFile });
-  await host.files.chmod(partial, 0o644);
-  await host.files.rename(partial, KEYRING);
+  try {
+    await host.net.download(`${repo}/${codename}.noarmor.gpg`, host.paths.real(partial), { caFile: components.sources.caFile });
+    await host.files.chmod(partial, 0o644);
+    await host.files.rename(partial, KEYRING);
+  } finally {
+    await host.files.remove(partial);
+  }
   await host.files.write(SOURCES, `deb [signed-by=${KEYRING}] ${repo} ${codename} main\n`, { mode: 0o644 });
   ctx.progress('installing the mesh client');
   await aptInstall(host, [components.meshClient.package], options.lockTimeoutMs / 1000);

@@ -35,9 +35,8 @@ export const nodeRuntimeStep: Step = {
     const file = `node-v${version}-linux-${distArch()}.tar.gz`;
     const base = `${components.sources.nodeDistUrl}/v${version}`;
     const prefix = host.paths.real(LAYOUT.nodePrefix);
-    const parent = path.dirname(prefix);
-    await fs.mkdir(parent, { recursive: true, mode: 0o755 });
-    const work = await fs.mkdtemp(path.join(parent, '.node-download-'));
+    // A private temp folder beside the prefix (same filesystem, so the swap is a rename).
+    const work = host.paths.real(await host.files.makeTempDir(LAYOUT.nodePrefix));
     try {
       ctx.progress(`downloading ${file}`);
       const sums = await host.net.request(`${base}/SHASUMS256.txt`, { caFile: components.sources.caFile });
@@ -56,7 +55,7 @@ export const nodeRuntimeStep: Step = {
       await tar.x({ file: tarball, cwd: unpacked, strip: 1 });
       await fs.chmod(unpacked, 0o755);
       // Swap: the old prefix (with its global packages) goes aside, then away.
-      const old = `${prefix}.old-${process.pid}`;
+      const old = host.paths.real(host.files.tempPathFor(LAYOUT.nodePrefix));
       const hadOld = await fs.stat(prefix).then(() => true, () => false);
       if (hadOld) await fs.rename(prefix, old);
       await fs.rename(unpacked, prefix);

@@ -4,18 +4,25 @@ import { DeployError } from '../errors.js';
 import { isSupportedOs, readOs, supportedArch } from '../host/os.js';
 import type { Step } from '../pipeline/step.js';
 import { CHANNEL_PORT, GATEWAY_PORT } from '../layout.js';
+import { mcpTokenVerdict, rejectedTokenMessage } from './mcp.js';
 
 const MIN_FREE_DISK = 3 * 1024 ** 3;
 const MIN_MEMORY = 1024 ** 3;
 /** Processes allowed to hold our ports: a previous deployment of ours. */
 const OUR_LISTENERS = /openclaw|node|nginx/;
 
-/** Refuses to start on a machine the deployment cannot work on; changes nothing. */
+/**
+ * Refuses to start on a machine the deployment cannot work on, or with an MCP token
+ * the service rejects; changes nothing. Its failure is a refusal (exit 2).
+ */
 export const preflightStep: Step = {
   id: 'preflight',
   title: 'Preflight checks',
-  async check({ host }) {
+  async check({ host, profile, answers }) {
     const problems: string[] = [];
+    // The MCP token is checked here, before anything changes, when the server answers
+    // (an unreachable server is the mcp step's to report).
+    const mcp = mcpTokenVerdict(host, profile, answers.mcpToken);
     if (!host.paths.sandboxed && process.getuid?.() !== 0) problems.push('must run as root (use sudo)');
 
     const osInfo = await readOs(host.files);
@@ -34,6 +41,11 @@ export const preflightStep: Step = {
     for (const port of [GATEWAY_PORT, CHANNEL_PORT]) {
       const holder = listeners.get(port);
       if (holder && !OUR_LISTENERS.test(holder)) problems.push(`port ${port} is used by another program (${holder})`);
+    }
+    const verdict = await mcp;
+    if (verdict.status === 'rejected') {
+      const { message, hint } = rejectedTokenMessage(verdict, profile);
+      problems.push(`${message}: ${hint}`);
     }
     if (problems.length > 0) {
       throw new DeployError(`this server is not ready:\n  - ${problems.join('\n  - ')}`, 'fix the points above and run the install again; nothing was changed');

@@ -46,9 +46,9 @@ export async function desiredFor(
  * from a 0600 file beside the real one. Throws with OpenClaw's messages if invalid.
  */
 export async function validateCandidate(host: Host, content: string): Promise<void> {
-  const candidate = `${LAYOUT.runtimeDir}/.openclaw.json.candidate`;
-  await host.files.write(candidate, content, { mode: 0o600 });
+  const candidate = host.files.tempPathFor(LAYOUT.runtimeConfig);
   try {
+    await host.files.writeNew(candidate, content, { mode: 0o600 });
     const result = await openclaw(host, ['config', 'validate', '--json'], { configPath: candidate, allowFailure: true });
     if (result.exitCode !== 0) {
       let issues = result.stderr.trim() || result.stdout.trim();

@@ -14,6 +14,7 @@ import { filesWithSecrets, scanWorldReadable } from './secrets.js';
 import { confinementStep } from './confinement.js';
 import { memoryAfterRestore, memoryAndHeartbeat } from './memory.js';
 import { doctorWarnsLimits, limitsSkippedInContainer, meshPathRefusedEdgePathWorks } from './channel-edge.js';
+import { craftedArchivesOnRealRoot } from './crafted-archives.js';
 
 const components = JSON.parse(fs.readFileSync(path.join(REPO, 'templates/components.json'), 'utf8'));
 const profile = JSON.parse(fs.readFileSync(path.join(REPO, 'templates/service-profile.json'), 'utf8'));
@@ -112,6 +113,7 @@ afterAll(async () => {
 
 describe.sequential('a partner deploys and operates the agent on a real server (Debian 12, systemd)', () => {
   let fresh: InstallRun;
+  let backupArchive = '';
   let token = '';
   let knock = '';
 
@@ -297,6 +299,7 @@ systemctl restart nginx || true`);
     const reset = await world.installSh('--reset-clean --yes --json');
     expect(reset.exitCode, `${reset.stdout}\n${reset.stderr}`).toBe(0);
     const archive: string = reset.json.backup;
+    backupArchive = archive;
     expect(archive).toMatch(/^\/tmp\/openclaw-backup-\d{8}-\d{6}\.tar\.gz$/);
     expect(await c.ok(`stat -c %a ${archive}`)).toBe('600\n');
     const entries = (await c.ok(`tar -tzf ${archive}`)).split('\n');
@@ -328,6 +331,12 @@ true`);
   });
 
   step('8. confinement (after the restore): exfiltration attempts refused, MCP/browser/workspace still work, sandbox exposure, the runtime\'s own audits', 15 * 60_000, () => confinementStep(world, chat, report));
+
+  step('8b. crafted backups on a real /: refused ones change nothing (hashes of /etc /usr /root /var/lib), an accepted one gets the install\'s modes', 15 * 60_000, async () => {
+    const t = Date.now();
+    report.craftedArchives = { ...(await craftedArchivesOnRealRoot(world, backupArchive)), wallMs: Date.now() - t };
+    log(`crafted archives: ${JSON.stringify(report.craftedArchives)}`);
+  });
 
   step('no secret in process arguments, the install/guard logs or any world-readable file', 5 * 60_000, async () => {
     world.argv.stop();

@@ -135,10 +135,10 @@ describe('service-deploy guard (binary, sandbox)', () => {
     expect(sb.calls('systemctl')).toEqual([]);
   });
 
-  it('two guards never run at once: the second names the first', async () => {
+  it('two guards never run at once: the second names the first (refused, exit 2)', async () => {
     sb.write(LAYOUT.guardLock, `${process.pid} ${fs.readFileSync('/proc/self/stat', 'utf8').split(') ')[1]!.split(' ')[19]}\n`, 0o600);
     const run = await sb.run(['guard']);
-    expect(run.exitCode).toBe(1);
+    expect(run.exitCode).toBe(2);
     expect(run.stderr).toMatch(new RegExp(`another guard is running \\(pid ${process.pid}`));
     expect(sb.calls('systemctl')).toEqual([]);
   });
@@ -153,10 +153,10 @@ describe('service-deploy guard (binary, sandbox)', () => {
     expect(sb.read(LAYOUT.guardLog)).toMatch(/^\S+ restored gateway\.auth/);
   });
 
-  it('without stored answers it fails naming the fix', async () => {
+  it('without stored answers it refuses (exit 2) naming the fix', async () => {
     fs.rmSync(path.join(sb.root, LAYOUT.answersFile));
     const run = await sb.run(['guard']);
-    expect(run.exitCode).toBe(1);
+    expect(run.exitCode).toBe(2);
     expect(run.stderr).toMatch(/no stored answers[\s\S]*service-deploy install/);
   });
 });

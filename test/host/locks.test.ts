@@ -39,7 +39,7 @@ describe('run locks', () => {
     expect(fs.existsSync(path.join(root, LOCK))).toBe(false);
   });
 
-  it('the binary refuses a second install while one runs: clear message, exit 1', async () => {
+  it('the binary refuses a second install while one runs: clear message, exit 2 (refused)', async () => {
     const root = tempDir();
     const sleeper = execa('sleep', ['30']);
     try {
@@ -48,7 +48,7 @@ describe('run locks', () => {
       const result = await runBinary(['install', ...FIRST_INSTALL.args], { env: cleanEnv({ SERVICE_DEPLOY_ROOT: root, ...FIRST_INSTALL.env }) });
       expect(result.stderr).toContain('another install is running');
       expect(result.stderr).toContain(`pid ${sleeper.pid}`);
-      expect(result.exitCode).toBe(1);
+      expect(result.exitCode).toBe(2);
     } finally {
       sleeper.kill();
       await sleeper.catch(() => undefined);

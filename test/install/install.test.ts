@@ -152,14 +152,19 @@ describe('install in a sandbox root', () => {
     expect(String(result.stdout) + String(result.stderr)).not.toContain(newToken);
   });
 
-  it('rejects an MCP token the service does not accept, before writing the config', async () => {
+  it('rejects an MCP token the service does not accept in preflight: exit 2, before any change', async () => {
     const sb = await installed();
-    const before = sb.read(CONFIG);
-    const result = await sb.install(['--non-interactive'], { SERVICE_MCP_TOKEN: 'mcp_tok_not_known_to_service' });
-    expect(result.exitCode).toBe(1);
-    expect(result.stderr).toContain('rejected the MCP token');
-    expect(result.stderr).toContain('Settings > MCP Tokens');
-    expect(sb.read(CONFIG)).toBe(before);
+    const before = snapshotFiles(sb.root);
+    const result = await sb.install(['--non-interactive', '--json'], { SERVICE_MCP_TOKEN: 'mcp_tok_not_known_to_service' });
+    expect(result.exitCode).toBe(2);
+    const failed = JSON.parse(String(result.stdout)).steps.find((s: { status: string }) => s.status === 'failed');
+    expect(failed.id).toBe('preflight');
+    expect(failed.error).toContain('rejected the MCP token');
+    expect(failed.error).toContain('Settings > MCP Tokens');
+    const after = snapshotFiles(sb.root);
+    for (const [file, mtime] of before) if (!file.startsWith('var/log/')) expect(after.get(file), file).toBe(mtime);
+    // Nothing ran that changes the server: the refusal came before the first change.
+    expect(sb.calls().filter((c) => ['apt-get', 'npm', 'openclaw'].includes(c.command) || (c.command === 'systemctl' && !c.args.some((a) => a.startsWith('is-'))))).toEqual([]);
   });
 
   it('migrates a legacy gateway.token and keeps keys the user added (JSON5 with comments)', async () => {

@@ -3,15 +3,31 @@
 # STANDIN_STATE: folder holding the stand-ins' state and fail-<name> switches.
 # STANDIN_HANG_AT=N: the Nth call (counting from 1) writes $STANDIN_STATE/hanging and
 # sleeps, so a test can kill the install at that point.
+# STANDIN_HANG_ON="<command> <first argument>": the first such call hangs the same way.
+# Calls run concurrently (the install's checks start together), so the count and the
+# "first" are decided under a lock.
 standin_record() {
   name="$1"; shift
-  # Append and count under one lock: calls made in parallel (the install's read-only
-  # checks run together) each get their own line number, so STANDIN_HANG_AT=N always
-  # finds its Nth call.
-  line=$({ flock 9; { printf '%s' "$name"; for a in "$@"; do printf '\037%s' "$a"; done; printf '\n'; } >>"$STANDIN_LOG"; wc -l <"$STANDIN_LOG"; } 9>>"$STANDIN_LOG.lock")
-  if [ -n "${STANDIN_HANG_AT:-}" ] && [ "$line" -eq "$STANDIN_HANG_AT" ]; then
-    echo "$name $$" >"$STANDIN_STATE/hanging"
-    exec sleep 60
+  # One write per call (O_APPEND), so calls made at the same moment never interleave.
+  record="$(printf '%s' "$name"; for a in "$@"; do printf '\037%s' "$a"; done)"
+  printf '%s\n' "$record" >>"$STANDIN_LOG"
+  if [ -n "${STANDIN_HANG_AT:-}${STANDIN_HANG_ON:-}" ]; then
+    hang=""
+    exec 9>>"$STANDIN_STATE/.hang.lock"
+    flock 9
+    n=$(( $(cat "$STANDIN_STATE/.calls" 2>/dev/null || echo 0) + 1 ))
+    echo "$n" >"$STANDIN_STATE/.calls"
+    if [ ! -f "$STANDIN_STATE/.hung" ]; then
+      if [ "${STANDIN_HANG_AT:-}" = "$n" ] || { [ -n "${STANDIN_HANG_ON:-}" ] && [ "$STANDIN_HANG_ON" = "$name ${1:-}" ]; }; then
+        hang=1; : >"$STANDIN_STATE/.hung"
+      fi
+    fi
+    flock -u 9
+    exec 9>&-
+    if [ -n "$hang" ]; then
+      echo "$name $$" >"$STANDIN_STATE/hanging"
+      exec sleep 60
+    fi
   fi
   if [ -f "$STANDIN_STATE/fail-$name" ]; then
     cat "$STANDIN_STATE/fail-$name" >&2

@@ -1,0 +1,96 @@
+/**
+ * Rules for text that comes from outside (answers, environment variables, files a user
+ * names, archives): the checks every such value passes before the program uses it.
+ * Each returns a problem in words, or undefined when the value is fine; the caller
+ * names the field or variable.
+ */
+
+/**
+ * Characters refused in every answer and variable: C0 and C1 control characters and
+ * DEL (escape sequences, newlines that would split a line of a file we write), the
+ * Unicode characters that reorder or disguise text (bidi embeddings, overrides,
+ * isolates and marks), line and paragraph separators, the BOM, and U+FFFD (what
+ * invalid UTF-8 decodes to).
+ */
+const FORBIDDEN = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ufeff\ufffd]/u;
+
+function kindOf(ch: string): string {
+  const code = ch.codePointAt(0)!;
+  const hex = `U+${code.toString(16).toUpperCase().padStart(4, '0')}`;
+  if (code <= 0x1f || code === 0x7f) return `a control character (${hex})`;
+  if (code >= 0x80 && code <= 0x9f) return `a C1 control character (${hex})`;
+  if (code === 0xfffd) return `invalid UTF-8 (${hex})`;
+  if (code === 0x2028 || code === 0x2029) return `a line separator (${hex})`;
+  if (code === 0xfeff) return `a byte order mark (${hex})`;
+  return `a bidirectional text control (${hex})`;
+}
+
+/** The first forbidden character of `value` in words, or undefined. */
+export function forbiddenCharacter(value: string): string | undefined {
+  const match = FORBIDDEN.exec(value);
+  return match ? kindOf(match[0]) : undefined;
+}
+
+/** Control characters, then length: the rules every piece of outside text meets. */
+export function textProblem(value: string, maxLength: number): string | undefined {
+  const bad = forbiddenCharacter(value);
+  if (bad) return `contains ${bad}`;
+  if (value.length > maxLength) return `is longer than ${maxLength} characters`;
+  return undefined;
+}
+
+/** A secret or token: no whitespace or control characters, bounded. */
+export function tokenProblem(value: string, maxLength = 1024): string | undefined {
+  if (value === '') return 'is empty';
+  const text = textProblem(value, maxLength);
+  if (text) return text;
+  if (/\s/u.test(value)) return 'must not contain spaces or line breaks';
+  return undefined;
+}
+
+export function isLoopback(hostname: string): boolean {
+  return hostname === 'localhost' || hostname === '[::1]' || hostname === '::1' || /^127\.\d+\.\d+\.\d+$/.test(hostname);
+}
+
+export const MAX_URL_LENGTH = 2048;
+
+/** An https URL (plain http only to a loopback address: the test stand-ins), without credentials. */
+export function serviceUrlProblem(value: string): string | undefined {
+  const text = textProblem(value, MAX_URL_LENGTH);
+  if (text) return text;
+  if (/\s/u.test(value)) return 'must not contain spaces';
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return 'is not a URL';
+  }
+  if (url.username || url.password) return 'must not carry a user name or password';
+  if (url.protocol === 'https:') return undefined;
+  if (url.protocol === 'http:' && isLoopback(url.hostname)) return undefined;
+  return 'must be an https URL (plain http only for a loopback stand-in)';
+}
+
+/** Model identifiers: what the service's AI gateway names models with. */
+export const MODEL_ID = /^[A-Za-z0-9][A-Za-z0-9._:/@-]*$/;
+export const MAX_MODEL_ID_LENGTH = 200;
+
+/** A lowercase slug (provider names, API kinds). */
+export const SLUG = /^[a-z0-9][a-z0-9-]*$/;
+
+/** Whole seconds or milliseconds given as text: digits only, within [min, max]. */
+export function integerProblem(value: string, min: number, max: number): string | undefined {
+  const trimmed = value.trim();
+  if (trimmed === '') return 'is empty';
+  if (!/^\d+$/.test(trimmed)) return 'must be a whole number';
+  const n = Number(trimmed);
+  if (!Number.isSafeInteger(n) || n < min || n > max) return `must be between ${min} and ${max}`;
+  return undefined;
+}
+
+/** Shows a value the user gave inside a message: escaped, shortened, never a secret. */
+export function shown(value: string, max = 60): string {
+  const json = JSON.stringify(value.length > max ? `${value.slice(0, max)}…` : value);
+  // JSON escapes C0 controls; also escape what JSON leaves as is.
+  return json.replace(/[\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ufeff]/gu, (c) => `\\u${c.codePointAt(0)!.toString(16).padStart(4, '0')}`);
+}
