@@ -7,6 +7,7 @@ import { LAYOUT } from '../layout.js';
 import { loadProfile, type ServiceProfile } from '../profile.js';
 import { readStoredAnswers } from '../answers/index.js';
 import { meshStatus, type MeshStatus } from '../steps/mesh-client.js';
+import { auditManifest, type FileIssue, type ManifestAudit } from './audit.js';
 
 export interface Listener {
   address: string;
@@ -31,6 +32,10 @@ export class DoctorContext {
   private cache = new Map<string, Promise<unknown>>();
   /** Set by fix actions so a later action does not restart the gateway twice. */
   gatewayRestarted = false;
+  /** Set by fix actions that wrote the nginx site and restarted nginx (after nginx -t). */
+  nginxRestarted = false;
+  /** Set by fix actions that changed what the gateway reads: the gateway-restart action then runs last. */
+  gatewayRestartWanted = false;
 
   /** `recorded`: the service profile overrides the install stored on this server. */
   constructor(readonly host: Host, recorded: Record<string, string> = {}) {
@@ -114,6 +119,25 @@ export class DoctorContext {
 
   mesh(): Promise<MeshStatus> {
     return this.once('mesh', () => meshStatus(this.host));
+  }
+
+  /** The machine compared with the install manifest (files check, and fixability for others). */
+  audit(): Promise<ManifestAudit> {
+    return this.once('audit', () => auditManifest(this));
+  }
+
+  /** The audit's issues for these paths. */
+  async issuesFor(...paths: string[]): Promise<FileIssue[]> {
+    return (await this.audit()).issues.filter((i) => paths.includes(i.path));
+  }
+
+  /**
+   * Whether the files action repairs what a check found wrong with these paths: the
+   * manifest records each as wrong and every one of those issues has a safe repair.
+   */
+  async repairedByFiles(...paths: string[]): Promise<boolean> {
+    const issues = await this.issuesFor(...paths);
+    return paths.every((p) => issues.some((i) => i.path === p)) && issues.every((i) => i.repair !== undefined);
   }
 }
 

@@ -4,6 +4,7 @@ import { channelDropInCheck } from './checks/channel-drop-in.js';
 import { channelEnvCheck } from './checks/channel-env.js';
 import { configValidCheck } from './checks/config-valid.js';
 import { devicesCheck } from './checks/devices.js';
+import { filesCheck } from './checks/files.js';
 import { diskCheck } from './checks/disk.js';
 import { gatewayAuthCheck } from './checks/gateway-auth.js';
 import { gatewayBindCheck } from './checks/gateway-bind.js';
@@ -16,7 +17,10 @@ import { nginxCheck } from './checks/nginx.js';
 import { nodeRuntimeCheck } from './checks/node-runtime.js';
 import { osCheck } from './checks/os.js';
 import { packageLockCheck } from './checks/package-lock.js';
+import { packagesCheck } from './checks/packages.js';
+import { pluginsCheck } from './checks/plugins.js';
 import { providersCheck } from './checks/providers.js';
+import { runtimeConfigCheck } from './checks/runtime-config.js';
 import { tlsCertCheck } from './checks/tls-cert.js';
 
 /** The checks, in the order they print (they run in parallel). Explicit, not discovered. */
@@ -24,12 +28,15 @@ export const CHECKS: readonly Check[] = [
   osCheck,
   nodeRuntimeCheck,
   agentRuntimeCheck,
+  pluginsCheck,
+  packagesCheck,
   gatewayServiceCheck,
   healthCheck,
   gatewayBindCheck,
   gatewayAuthCheck,
   providersCheck,
   configValidCheck,
+  runtimeConfigCheck,
   channelEnvCheck,
   channelDropInCheck,
   nginxCheck,
@@ -40,4 +47,5 @@ export const CHECKS: readonly Check[] = [
   devicesCheck,
   diskCheck,
   packageLockCheck,
+  filesCheck,
 ];

@@ -9,7 +9,8 @@ import type { Change, InstallContext, Plan, Step } from '../pipeline/step.js';
 import { LAYOUT } from '../layout.js';
 import { readTemplate } from '../assets.js';
 import { meshStatus } from './mesh-client.js';
-import { planFile, writeDesired, type DesiredFile } from '../pipeline/files.js';
+import { ensureDirRecorded, planFile, writeDesired, writeRecorded, type DesiredFile } from '../pipeline/files.js';
+import { forgetRecorded } from '../pipeline/manifest.js';
 
 /**
  * The channel endpoint (docs/channel-protocol.md), configured by the catalog deploy
@@ -98,7 +99,7 @@ export const channelEnvStep: Step = {
     return { changes: [change], notify: ['gateway-restart'], data: desired };
   },
   async apply(ctx, plan) {
-    if (!(await ctx.host.files.exists(LAYOUT.runtimeDir))) await ctx.host.files.ensureDir(LAYOUT.runtimeDir, 0o700);
+    if (!(await ctx.host.files.exists(LAYOUT.runtimeDir))) await ensureDirRecorded(ctx.host, LAYOUT.runtimeDir, 0o700);
     await writeDesired(ctx.host, plan.data as DesiredFile);
   },
   async verify(ctx) {
@@ -130,7 +131,7 @@ export const channelDropInStep: Step = {
     return change ? { changes: [change], notify: ['gateway-reload-units', 'gateway-restart'], data: desired } : { changes: [] };
   },
   async apply({ host }, plan) {
-    await host.files.ensureDir(LAYOUT.gatewayDropInDir, 0o755);
+    await ensureDirRecorded(host, LAYOUT.gatewayDropInDir, 0o755);
     await writeDesired(host, plan.data as DesiredFile);
   },
 };
@@ -164,7 +165,7 @@ export const channelPluginStep: Step = {
     return changes.length === 0 ? { changes } : { changes, notify: ['gateway-restart'], data: files };
   },
   async apply({ host }, plan) {
-    await host.files.ensureDir(LAYOUT.channelPluginDir, 0o755);
+    await ensureDirRecorded(host, LAYOUT.channelPluginDir, 0o755);
     for (const file of plan.data as DesiredFile[]) await writeDesired(host, file);
   },
 };
@@ -215,7 +216,7 @@ export const channelTlsStep: Step = {
   async apply(ctx, plan) {
     const { host } = ctx;
     const data = plan.data as TlsPlan & { regenerate: boolean };
-    await host.files.ensureDir(LAYOUT.tlsDir, 0o755);
+    await ensureDirRecorded(host, LAYOUT.tlsDir, 0o755);
     if (!data.regenerate) {
       await host.files.chmod(LAYOUT.tlsKey, 0o600);
       return;
@@ -236,8 +237,8 @@ export const channelTlsStep: Step = {
       const cert = await host.files.read(`${work}/channel.crt`);
       if (!key || !cert) throw new DeployError('openssl did not write the key and certificate');
       // Key first: a reader never sees a certificate whose key is not there yet.
-      await host.files.write(LAYOUT.tlsKey, key, { mode: 0o600 });
-      await host.files.write(LAYOUT.tlsCert, cert, { mode: 0o644 });
+      await writeRecorded(host, LAYOUT.tlsKey, key, { mode: 0o600 });
+      await writeRecorded(host, LAYOUT.tlsCert, cert, { mode: 0o644 });
     } finally {
       await host.files.remove(work);
     }
@@ -271,8 +272,10 @@ async function reloadNginx(host: Host): Promise<void> {
 
 /** Puts the previous site back (or removes ours when there was none). */
 async function restoreSite(host: Host, previous: { content?: string; mode?: number }): Promise<void> {
-  if (previous.content === undefined) await host.files.remove(LAYOUT.nginxSite);
-  else await host.files.write(LAYOUT.nginxSite, previous.content, { mode: previous.mode ?? 0o600 });
+  if (previous.content === undefined) {
+    await host.files.remove(LAYOUT.nginxSite);
+    await forgetRecorded(host, LAYOUT.nginxSite);
+  } else await writeRecorded(host, LAYOUT.nginxSite, previous.content, { mode: previous.mode ?? 0o600 });
 }
 
 /**

@@ -6,6 +6,7 @@ import { channelSteps } from './channel.js';
 import { gatewayServiceStep } from './gateway-service.js';
 import { guardStep } from './guard.js';
 import { healthStep } from './health.js';
+import { manifestStep } from './manifest.js';
 import { mcpStep } from './mcp.js';
 import { meshClientStep } from './mesh-client.js';
 import { nodeRuntimeStep } from './node-runtime.js';
@@ -34,6 +35,7 @@ export function installSteps(): Step[] {
     runtimeConfigStep,
     gatewayServiceStep,
     guardStep,
+    manifestStep,
     healthStep,
   ];
 }

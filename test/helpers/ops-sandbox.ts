@@ -7,7 +7,11 @@ import { desiredRuntimeConfig, serializeRuntimeConfig } from '../../src/config/r
 import { createHost, type Host } from '../../src/host/index.js';
 import { LAYOUT } from '../../src/layout.js';
 import { loadProfile } from '../../src/profile.js';
-import { channelDropInContent, channelEnvContent } from '../../src/steps/channel.js';
+import { recordFromDisk } from '../../src/pipeline/manifest.js';
+import { PLUGIN_PREFIX } from '../../src/runtime/openclaw.js';
+import { openclawWrapper } from '../../src/steps/agent-runtime.js';
+import { channelDropInContent, channelEnvContent, pluginFiles } from '../../src/steps/channel.js';
+import { managedPaths } from '../../src/steps/manifest.js';
 import { gatewayUnitFile } from '../../src/steps/gateway-service.js';
 import { guardCron, guardScript } from '../../src/steps/guard.js';
 import { SERVE_TARGET } from '../../src/steps/mesh-client.js';
@@ -71,10 +75,15 @@ export async function makeHealthySandbox(options: { channel?: boolean } = {}): P
   const profile = loadProfile(env());
   const components = loadComponents(env());
   write(LAYOUT.answersFile, `${JSON.stringify(OPS_ANSWERS, null, 2)}\n`, 0o600);
-  const config = desiredRuntimeConfig(undefined, { answers: OPS_ANSWERS, profile, components, channel });
+  const config = desiredRuntimeConfig(undefined, { answers: OPS_ANSWERS, profile, components, channel, browserExecutable: components.browser.ubuntu.executable });
   write(LAYOUT.runtimeConfig, serializeRuntimeConfig(config), 0o600);
   for (const f of ['node', 'openclaw', '_lib.sh']) write(`${LAYOUT.nodePrefix}/bin/${f}`, fs.readFileSync(path.join(STANDINS, f), 'utf8'), 0o755);
   write(`${LAYOUT.nodePrefix}/lib/node_modules/openclaw/package.json`, JSON.stringify({ name: 'openclaw', version: components.openclaw.version }));
+  write(`${LAYOUT.nodePrefix}/lib/node_modules/openclaw/openclaw.mjs`, '');
+  write(`${LAYOUT.nodePrefix}/lib/node_modules/${components.qmd.package}/package.json`, JSON.stringify({ name: components.qmd.package, version: components.qmd.version }));
+  write(LAYOUT.qmdBin, '#!/bin/sh\nexit 0\n', 0o755);
+  write(`${PLUGIN_PREFIX}/node_modules/${components.losslessClaw.package}/package.json`, JSON.stringify({ name: components.losslessClaw.package, version: components.losslessClaw.version }));
+  write(openclawWrapper().path, openclawWrapper().content, openclawWrapper().mode);
   const unit = gatewayUnitFile();
   write(unit.path, unit.content, unit.mode);
   write(LAYOUT.lingerFile, '');
@@ -87,9 +96,18 @@ export async function makeHealthySandbox(options: { channel?: boolean } = {}): P
     write(LAYOUT.tlsCert, cert, 0o644);
     write(LAYOUT.tlsKey, key, 0o600);
     write(LAYOUT.nginxSite, renderNginxSite({ ...PRODUCTION_SITE, knock: CHANNEL.knock }), 0o600);
+    for (const file of pluginFiles()) write(file.path, file.content, file.mode);
   }
+  // What the install would record: every managed path that exists (steps/manifest.ts).
+  fs.mkdirSync(path.join(sb.root, LAYOUT.logDir), { recursive: true, mode: 0o700 });
+  for (const dir of [LAYOUT.stateDir, LAYOUT.runtimeDir]) fs.chmodSync(path.join(sb.root, dir), 0o700);
+  await recordFromDisk(createHost({ env: env(), quiet: true }), ...managedPaths(components).map((m) => ({ path: m.path, options: m.options ?? {} })));
   const state = (name: string, content = '') => fs.writeFileSync(path.join(sb.state, name), content);
-  state('dpkg-installed', 'tailscale\n');
+  const browser = components.browser.ubuntu.package;
+  state('dpkg-installed', ['tailscale', ...components.systemPackages, browser, ''].join('\n'));
+  state('system-cron.active');
+  state('system-nginx.active');
+  state('nginx-listens');
   state('ts-up', `${OPS_ANSWERS.meshHostname}\n`);
   state('ts-serve', `${SERVE_TARGET}\n`);
   state('user-openclaw-gateway.service.enabled');

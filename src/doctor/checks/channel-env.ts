@@ -27,7 +27,11 @@ export const channelEnvCheck: Check = {
       });
     }
     if (info && process.getuid?.() === 0 && info.uid !== 0) {
-      return fail(`${LAYOUT.channelEnv} is owned by uid ${info.uid}, not root`, 'give it back to root', { commands: [`chown root:root ${LAYOUT.channelEnv}`] });
+      const byFiles = await ctx.repairedByFiles(LAYOUT.channelEnv);
+      return fail(`${LAYOUT.channelEnv} is owned by uid ${info.uid}, not root: that user can read the channel token and knock`, 'give it back to root', {
+        commands: byFiles ? ['service-deploy doctor --fix'] : [`chown root:root ${LAYOUT.channelEnv}`],
+        ...(byFiles ? { action: 'files' as const } : {}),
+      });
     }
     return pass(`0600, ${CHANNEL_VARIABLES.join(', ')} set`);
   },

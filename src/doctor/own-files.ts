@@ -1,0 +1,58 @@
+import { channelDropInFile } from '../guard/channel.js';
+import { PRODUCTION_SITE, renderNginxSite } from '../channel/nginx.js';
+import { LAYOUT } from '../layout.js';
+import type { DesiredFile } from '../pipeline/files.js';
+import { openclawWrapper } from '../steps/agent-runtime.js';
+import { pluginFiles } from '../steps/channel.js';
+import { gatewayUnitFile } from '../steps/gateway-service.js';
+import { guardCron, guardScript } from '../steps/guard.js';
+import type { StoredAnswers } from '../answers/index.js';
+
+/** What rendering needs from doctor's context (kept narrow: context.ts uses this module). */
+export interface RenderContext {
+  answers(): Promise<StoredAnswers | undefined>;
+  channelEnv(): Promise<Record<string, string> | undefined>;
+}
+
+/** What must follow when doctor --fix writes the file again. */
+export type Effect = 'units' | 'gateway' | 'nginx';
+
+export interface OwnFile {
+  path: string;
+  /** The file as the install writes it, or undefined when it cannot be made here (no answers, no channel.env). */
+  render(ctx: RenderContext): Promise<DesiredFile | undefined>;
+  effect?: Effect;
+}
+
+/**
+ * The files doctor --fix may write again because their content comes from this
+ * binary alone (templates, the stored answers, channel.env): the same functions the
+ * install uses. Everything else in the manifest (secrets, certificates, downloads,
+ * npm packages) is named with the command that restores it.
+ */
+export const OWN_FILES: readonly OwnFile[] = [
+  { path: LAYOUT.guardScript, render: async () => guardScript() },
+  {
+    path: LAYOUT.guardCron,
+    render: async (ctx) => {
+      const answers = await ctx.answers();
+      return answers ? guardCron(answers.meshHostname) : undefined;
+    },
+  },
+  { path: LAYOUT.gatewayUnitFile, render: async () => gatewayUnitFile(), effect: 'units' },
+  { path: LAYOUT.channelDropIn, render: async () => channelDropInFile(), effect: 'units' },
+  { path: LAYOUT.openclawWrapper, render: async () => openclawWrapper() },
+  ...pluginFiles().map((file): OwnFile => ({ path: file.path, render: async () => file, effect: 'gateway' })),
+  {
+    path: LAYOUT.nginxSite,
+    render: async (ctx) => {
+      const knock = (await ctx.channelEnv())?.SERVICE_CHANNEL_KNOCK;
+      return knock ? { path: LAYOUT.nginxSite, content: renderNginxSite({ ...PRODUCTION_SITE, knock }), mode: 0o600 } : undefined;
+    },
+    effect: 'nginx',
+  },
+];
+
+export function ownFile(p: string): OwnFile | undefined {
+  return OWN_FILES.find((f) => f.path === p);
+}
