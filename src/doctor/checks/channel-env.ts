@@ -1,3 +1,4 @@
+import { Inspector } from '../../host/inspect.js';
 import { LAYOUT } from '../../layout.js';
 import { octal } from '../../pipeline/files.js';
 import { fail, pass, skip, type Check } from '../types.js';
@@ -18,6 +19,12 @@ export const channelEnvCheck: Check = {
     const missing = CHANNEL_VARIABLES.filter((name) => !env[name]);
     if (missing.length > 0) {
       return fail(`${LAYOUT.channelEnv} lacks ${missing.join(', ')}: every chat call fails with 503 "misconfigured"`, 're-run the catalog deploy from the portal, or the install with --channel', { commands: [REINSTALL] });
+    }
+    const link = await new Inspector(ctx.host.paths).info(LAYOUT.channelEnv);
+    if (link?.type === 'symlink') {
+      return fail(`${LAYOUT.channelEnv} is a symbolic link to ${link.target}: the secrets are wherever it points`, 'put the real file back (the install keeps the secrets it finds): remove the link and restore channel.env from the last backup, or re-run the catalog deploy', {
+        commands: [`rm ${LAYOUT.channelEnv}`, REINSTALL],
+      });
     }
     const info = await ctx.host.files.stat(LAYOUT.channelEnv);
     if (info && info.mode !== 0o600) {

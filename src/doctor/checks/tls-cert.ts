@@ -1,4 +1,5 @@
 import { X509Certificate, createPrivateKey } from 'node:crypto';
+import { Inspector } from '../../host/inspect.js';
 import { LAYOUT } from '../../layout.js';
 import { TLS_KEY_BITS, TLS_RENEW_BEFORE_DAYS } from '../../channel/tls.js';
 import { octal } from '../../pipeline/files.js';
@@ -18,6 +19,11 @@ export const tlsCertCheck: Check = {
     const [pem, keyInfo, keyPem] = await Promise.all([host.files.read(LAYOUT.tlsCert), host.files.stat(LAYOUT.tlsKey), host.files.read(LAYOUT.tlsKey)]);
     if (pem === undefined) return fail(`${LAYOUT.tlsCert} is missing: nginx cannot serve the channel`, RENEW_FIX, { commands: [RENEW] });
     if (!keyInfo) return fail(`${LAYOUT.tlsKey} is missing: nginx cannot serve the channel`, RENEW_FIX, { commands: [RENEW] });
+    const inspector = new Inspector(host.paths);
+    for (const p of [LAYOUT.tlsKey, LAYOUT.tlsCert]) {
+      const info = await inspector.info(p);
+      if (info?.type === 'symlink') return fail(`${p} is a symbolic link to ${info.target}, not the file the install made`, RENEW_FIX, { commands: [`rm ${p}`, RENEW] });
+    }
     let cert: X509Certificate;
     try {
       cert = new X509Certificate(pem);
