@@ -15,7 +15,7 @@ export interface RunOptions {
   inherit?: readonly string[];
   /**
    * Variables of `env` allowed to hold a secret: for the one command that needs it and
-   * cannot read it from stdin or a file (say which and why in docs/security.md).
+   * cannot read it from stdin or a file (say which and why in docs/operations.md, "Child processes and secrets").
    */
   secretEnv?: readonly string[];
   cwd?: string;
