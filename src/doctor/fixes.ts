@@ -46,6 +46,8 @@ async function repairFiles(ctx: DoctorContext): Promise<void | false> {
   const { host } = ctx;
   const byPath = new Map<string, FileIssue[]>();
   for (const issue of (await ctx.audit()).issues) if (issue.repair) byPath.set(issue.path, [...(byPath.get(issue.path) ?? []), issue]);
+  // Our own files the manifest does not know yet (an older install) are written again too.
+  for (const p of await ctx.unrecordedOwnDrift()) byPath.set(p, [{ path: p, problem: `${p} differs`, repair: { kind: 'render' }, command: 'service-deploy doctor --fix' }]);
   if (byPath.size === 0) return false;
   const restamp: string[] = [];
   for (const [p, issues] of byPath) {

@@ -12,6 +12,7 @@ import type { StoredAnswers } from '../answers/index.js';
 export interface RenderContext {
   answers(): Promise<StoredAnswers | undefined>;
   channelEnv(): Promise<Record<string, string> | undefined>;
+  channelConfigured(): Promise<boolean>;
 }
 
 /** What must follow when doctor --fix writes the file again. */
@@ -22,6 +23,8 @@ export interface OwnFile {
   /** The file as the install writes it, or undefined when it cannot be made here (no answers, no channel.env). */
   render(ctx: RenderContext): Promise<DesiredFile | undefined>;
   effect?: Effect;
+  /** Part of the channel endpoint: belongs on this server only where the channel is configured. */
+  channel?: true;
 }
 
 /**
@@ -40,9 +43,9 @@ export const OWN_FILES: readonly OwnFile[] = [
     },
   },
   { path: LAYOUT.gatewayUnitFile, render: async () => gatewayUnitFile(), effect: 'units' },
-  { path: LAYOUT.channelDropIn, render: async () => channelDropInFile(), effect: 'units' },
+  { path: LAYOUT.channelDropIn, render: async () => channelDropInFile(), effect: 'units', channel: true },
   { path: LAYOUT.openclawWrapper, render: async () => openclawWrapper() },
-  ...pluginFiles().map((file): OwnFile => ({ path: file.path, render: async () => file, effect: 'gateway' })),
+  ...pluginFiles().map((file): OwnFile => ({ path: file.path, render: async () => file, effect: 'gateway', channel: true })),
   {
     path: LAYOUT.nginxSite,
     render: async (ctx) => {
@@ -50,6 +53,7 @@ export const OWN_FILES: readonly OwnFile[] = [
       return knock ? { path: LAYOUT.nginxSite, content: renderNginxSite({ ...PRODUCTION_SITE, knock }), mode: 0o600 } : undefined;
     },
     effect: 'nginx',
+    channel: true,
   },
 ];
 

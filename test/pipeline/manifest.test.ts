@@ -87,7 +87,7 @@ describe('install manifest', () => {
     // The manifest holds hashes, never a secret value.
     const text = sb.read(LAYOUT.manifestFile)!;
     for (const secret of Object.values(FIRST_INSTALL.env)) expect(text).not.toContain(secret);
-  });
+  }, 180_000);
 
   it('a re-run with nothing to do leaves the manifest byte for byte (no write)', async () => {
     const before = fs.statSync(path.join(sb.root, LAYOUT.manifestFile));
@@ -96,7 +96,7 @@ describe('install manifest', () => {
     expect(JSON.parse(String(run.stdout)).recap.changed).toBe(0);
     const after = fs.statSync(path.join(sb.root, LAYOUT.manifestFile));
     expect([after.ino, after.mtimeMs]).toEqual([before.ino, before.mtimeMs]);
-  });
+  }, 60_000);
 
   it('a program file changed since npm wrote it is reinstalled by the next run, and recorded again', async () => {
     const entry = `${LAYOUT.nodePrefix}/lib/node_modules/openclaw/openclaw.mjs`;
@@ -109,7 +109,7 @@ describe('install manifest', () => {
     expect(sb.read(entry)).toBe(''); // npm (the stand-in) unpacked it again
     expect(manifest(sb).find((e) => e.path === entry)!.sha256).toBe(sha256(path.join(sb.root, entry)));
     expect(fs.readdirSync(path.join(sb.root, `${LAYOUT.nodePrefix}/lib/node_modules`)).filter((n) => n.includes('damaged'))).toEqual([]);
-  });
+  }, 60_000);
 
   it('the guard records what it restores', async () => {
     fs.rmSync(path.join(sb.root, LAYOUT.channelDropIn));
@@ -127,7 +127,7 @@ describe('install manifest', () => {
     await tar.t({ file: archive, onReadEntry: (e) => names.push(e.path) });
     expect(names).toContain(LAYOUT.manifestFile.slice(1));
     expect(sb.stat(LAYOUT.manifestFile)).toBeUndefined();
-  });
+  }, 60_000);
 });
 
 describe('manifest file', () => {
