@@ -4,7 +4,7 @@ import { DeployError } from '../errors.js';
 import { runGuard } from '../guard/index.js';
 import { LAYOUT } from '../layout.js';
 import { ensureDirRecorded, writeDesired, writeRecorded, type DesiredFile } from '../pipeline/files.js';
-import { forgetRecorded, restampRecorded } from '../pipeline/manifest.js';
+import { recordWrittenFile, restampRecorded } from '../pipeline/manifest.js';
 import { guardCron, guardScript, installSelf } from '../steps/guard.js';
 import { RUNTIME_CONFIG_RECORD, desiredFor, validateCandidate } from '../steps/runtime-config.js';
 import type { FileIssue } from './audit.js';
@@ -27,16 +27,17 @@ async function replaceNginxSite(ctx: DoctorContext, desired: DesiredFile): Promi
   const { host } = ctx;
   const previous = await host.files.read(LAYOUT.nginxSite);
   const previousMode = (await host.files.stat(LAYOUT.nginxSite))?.mode ?? 0o600;
-  await writeDesired(host, desired);
+  // Recorded in the install manifest only once nginx accepts it; a site put back is not
+  // recorded (the manifest keeps naming what service-deploy last wrote).
+  await host.files.write(desired.path, desired.content, { mode: desired.mode });
   const test = await host.exec.run('nginx', ['-t'], { allowFailure: true, timeoutMs: 60_000 });
   if (test.exitCode !== 0) {
     // Never leave nginx with a site it rejects: put the old one back.
-    if (previous === undefined) {
-      await host.files.remove(LAYOUT.nginxSite);
-      await forgetRecorded(host, LAYOUT.nginxSite);
-    } else await writeRecorded(host, LAYOUT.nginxSite, previous, { mode: previousMode });
+    if (previous === undefined) await host.files.remove(LAYOUT.nginxSite);
+    else await host.files.write(LAYOUT.nginxSite, previous, { mode: previousMode });
     throw new DeployError(`nginx -t still fails with the rewritten site (the previous one was put back): ${host.redactor.redact(test.stderr.trim())}`, 'another nginx file is at fault: see `nginx -t`');
   }
+  await recordWrittenFile(host, desired.path, desired.content, { mode: desired.mode });
   await host.services.restart('system', 'nginx');
   ctx.nginxRestarted = true;
 }

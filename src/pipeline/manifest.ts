@@ -279,17 +279,6 @@ export async function recordProgramFiles(host: Host, files: { required: readonly
   await recordFromDisk(host, ...files.required, ...files.optional);
 }
 
-/** Forgets paths (and everything below them) that service-deploy removed. */
-export async function forgetRecorded(host: Host, ...paths: string[]): Promise<void> {
-  await manifestRecorder(host).update((entries) => {
-    let changed = false;
-    for (const key of [...entries.keys()]) {
-      if (paths.some((p) => key === p || key.startsWith(`${p}/`))) changed = entries.delete(key) || changed;
-    }
-    return changed;
-  });
-}
-
 /** Files bigger than this are hashed only when their lstat fingerprint moved. */
 export const HASH_BY_STAMP_ABOVE = 1024 * 1024;
 

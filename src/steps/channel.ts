@@ -10,7 +10,7 @@ import { LAYOUT } from '../layout.js';
 import { readTemplate } from '../assets.js';
 import { meshStatus } from './mesh-client.js';
 import { ensureDirRecorded, planFile, writeDesired, writeRecorded, type DesiredFile } from '../pipeline/files.js';
-import { forgetRecorded } from '../pipeline/manifest.js';
+import { recordWrittenFile } from '../pipeline/manifest.js';
 
 /**
  * The channel endpoint (docs/channel-protocol.md), configured by the catalog deploy
@@ -270,12 +270,13 @@ async function reloadNginx(host: Host): Promise<void> {
   else await host.services.enableNow('system', 'nginx');
 }
 
-/** Puts the previous site back (or removes ours when there was none). */
+/**
+ * Puts the previous site back (or removes ours when there was none). Not recorded in
+ * the install manifest: its entry still names what service-deploy last wrote and kept.
+ */
 async function restoreSite(host: Host, previous: { content?: string; mode?: number }): Promise<void> {
-  if (previous.content === undefined) {
-    await host.files.remove(LAYOUT.nginxSite);
-    await forgetRecorded(host, LAYOUT.nginxSite);
-  } else await writeRecorded(host, LAYOUT.nginxSite, previous.content, { mode: previous.mode ?? 0o600 });
+  if (previous.content === undefined) await host.files.remove(LAYOUT.nginxSite);
+  else await host.files.write(LAYOUT.nginxSite, previous.content, { mode: previous.mode ?? 0o600 });
 }
 
 /**
@@ -302,7 +303,8 @@ export const nginxSiteStep: Step = {
     const desired = plan.data as DesiredFile | undefined;
     if (desired) {
       const previous = { content: await host.files.read(LAYOUT.nginxSite), mode: (await host.files.stat(LAYOUT.nginxSite))?.mode };
-      await writeDesired(host, desired);
+      // Recorded in the install manifest only once nginx has taken it.
+      await host.files.write(desired.path, desired.content, { mode: desired.mode });
       const test = await nginxTest(host);
       if (!test.ok) {
         await restoreSite(host, previous);
@@ -315,6 +317,7 @@ export const nginxSiteStep: Step = {
         if ((await nginxTest(host)).ok) await reloadNginx(host).catch(() => undefined);
         throw new DeployError(`nginx did not reload with the new channel site; the previous one was put back: ${(error as Error).message}`, 'check `systemctl status nginx` and `journalctl -u nginx`');
       }
+      await recordWrittenFile(host, desired.path, desired.content, { mode: desired.mode });
       return;
     }
     const test = await nginxTest(host);
