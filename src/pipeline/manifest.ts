@@ -82,10 +82,7 @@ const EntryJson = z
     type: z.enum(['file', 'symlink', 'directory']),
     uid: z.number().int().nonnegative(),
     gid: z.number().int().nonnegative(),
-    mode: z
-      .string()
-      .regex(MODE, 'an octal mode such as "0600"')
-      .refine((m) => (parseInt(m, 8) & 0o7002) === 0, 'no setuid, setgid, sticky or world-writable mode'),
+    mode: z.string().regex(MODE, 'an octal mode such as "0600"'),
     check: z.enum(['sha256', 'structure', 'metadata']),
     secret: z.boolean(),
     sha256: z.string().regex(/^[0-9a-f]{64}$/).optional(),
@@ -95,7 +92,9 @@ const EntryJson = z
   })
   .strict()
   .refine((e) => e.check !== 'sha256' || e.type !== 'file' || e.sha256 !== undefined, 'a sha256 entry without its hash')
-  .refine((e) => e.type !== 'symlink' || e.target !== undefined, 'a link without its target');
+  .refine((e) => e.type !== 'symlink' || e.target !== undefined, 'a link without its target')
+  // A link's own mode is always 0777 and never used (doctor does not chmod links).
+  .refine((e) => e.type === 'symlink' || (parseInt(e.mode, 8) & 0o7002) === 0, { message: 'no setuid, setgid, sticky or world-writable mode', path: ['mode'] });
 
 const ManifestJson = z
   .object({

@@ -6,7 +6,7 @@ import * as tar from 'tar';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createHost } from '../../src/host/index.js';
 import { LAYOUT } from '../../src/layout.js';
-import { manifestContent, readManifest, recordWrittenFile, type ManifestEntry } from '../../src/pipeline/manifest.js';
+import { manifestContent, readManifest, recordFromDisk, recordWrittenFile, type ManifestEntry } from '../../src/pipeline/manifest.js';
 import { BINARY } from '../helpers/binary.js';
 import { FIRST_INSTALL, makeSandbox, type Sandbox } from '../helpers/sandbox.js';
 
@@ -159,6 +159,19 @@ describe('manifest file', () => {
     const read = await readManifest(host);
     expect([...read.entries!.keys()]).toEqual([LAYOUT.guardCron]);
     expect(fs.statSync(path.join(sb.root, LAYOUT.manifestFile)).mode & 0o777).toBe(0o600);
+  });
+
+  it('records a symbolic link (as npm links a program into bin/) with its target, and reads it back', async () => {
+    const sb = await makeSandbox();
+    sandboxes.push(sb);
+    const host = createHost({ env: sb.env(), quiet: true });
+    const bin = path.join(sb.root, LAYOUT.openclawBin);
+    fs.mkdirSync(path.dirname(bin), { recursive: true });
+    fs.symlinkSync('../lib/node_modules/openclaw/openclaw.mjs', bin);
+    await recordFromDisk(host, LAYOUT.openclawBin);
+    const read = await readManifest(host);
+    expect(read.problem).toBeUndefined();
+    expect(read.entries?.get(LAYOUT.openclawBin)).toMatchObject({ type: 'symlink', target: '../lib/node_modules/openclaw/openclaw.mjs' });
   });
 
   it('keeps every record when many are made at once (one writer, in order)', async () => {
