@@ -273,9 +273,19 @@ export async function recordFromDisk(host: Host, ...items: Array<string | { path
   });
 }
 
-/** Records an installed program's files (see runtime/openclaw.ts ProgramFiles). */
+/**
+ * Records an installed program's files (see runtime/openclaw.ts ProgramFiles), and for
+ * a link (npm links programs into bin/) the file it runs too.
+ */
 export async function recordProgramFiles(host: Host, files: { required: readonly string[]; optional: readonly string[] }): Promise<void> {
-  await recordFromDisk(host, ...files.required, ...files.optional);
+  const inspector = new Inspector(host.paths);
+  const paths = [...files.required, ...files.optional];
+  for (const p of [...paths]) {
+    const info = await inspector.info(p);
+    const target = info?.type === 'symlink' ? path.posix.resolve(path.posix.dirname(p), info.target!) : undefined;
+    if (target && isManagedPlace(target) && !paths.includes(target)) paths.push(target);
+  }
+  await recordFromDisk(host, ...paths);
 }
 
 /** Files bigger than this are hashed only when their lstat fingerprint moved. */

@@ -96,7 +96,7 @@ const DAMAGES: Damage[] = [
   damage('chmod', 'TLS folder 0777', LAYOUT.tlsDir, 'auto', () => chmod(LAYOUT.tlsDir, 0o777)),
   damage('chmod', 'the manifest 0644', LAYOUT.manifestFile, 'auto', () => chmod(LAYOUT.manifestFile, 0o644)),
   damage('chmod', 'node binary 0644 (not executable)', NODE, 'auto', () => chmod(NODE, 0o644)),
-  damage('chmod', 'qmd 0644 (not executable)', LAYOUT.qmdBin, 'auto', () => chmod(LAYOUT.qmdBin, 0o644)),
+  damage('chmod', 'qmd 0644 (not executable, through its bin/ link)', /qmd/, 'auto', () => chmod(LAYOUT.qmdBin, 0o644)),
   // chown
   damage('chown', 'answers.json to nobody', LAYOUT.answersFile, 'auto', () => chown(LAYOUT.answersFile)),
   damage('chown', 'channel.env to nobody', LAYOUT.channelEnv, 'auto', () => chown(LAYOUT.channelEnv)),

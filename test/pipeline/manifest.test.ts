@@ -7,7 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createHost } from '../../src/host/index.js';
 import { LAYOUT } from '../../src/layout.js';
 import { manifestContent, readManifest, recordFromDisk, recordWrittenFile, type ManifestEntry } from '../../src/pipeline/manifest.js';
-import { BINARY } from '../helpers/binary.js';
+import { BINARY, REPO } from '../helpers/binary.js';
 import { FIRST_INSTALL, makeSandbox, type Sandbox } from '../helpers/sandbox.js';
 
 const sandboxes: Sandbox[] = [];
@@ -52,7 +52,7 @@ const NOT_OURS = [
   /^\/var\/log\/service-deploy\//,
   /^\/var\/lib\/service-deploy\/manifest\.json$/,
   /^\/opt\/service-deploy\/plugins\/package\.json$/, // npm adds the dependency to it
-  /^\/opt\/service-deploy\/node\/bin\/(npm|_lib\.sh)$/, // the rest of the Node tarball
+  /^\/opt\/service-deploy\/node\/bin\/(npm|_lib\.sh|\.openclaw-standin)$/, // the rest of the (stand-in) Node tarball
 ];
 
 describe('install manifest', () => {
@@ -83,6 +83,9 @@ describe('install manifest', () => {
     expect(byPath.get(LAYOUT.runtimeConfig)!.sha256).toBeUndefined();
     for (const secret of [LAYOUT.answersFile, LAYOUT.channelEnv, LAYOUT.tlsKey, LAYOUT.nginxSite]) expect(byPath.get(secret)?.secret, secret).toBe(true);
     expect(byPath.get(LAYOUT.binary)).toMatchObject({ mode: '0755', sha256: sha256(BINARY) });
+    // npm links programs into bin/: recorded as links with their targets.
+    expect(byPath.get(LAYOUT.openclawBin)).toMatchObject({ type: 'symlink', target: '../lib/node_modules/openclaw/openclaw.mjs' });
+    expect(byPath.get(LAYOUT.qmdBin)).toMatchObject({ type: 'symlink' });
     expect(byPath.get(LAYOUT.stateDir)).toMatchObject({ type: 'directory', mode: '0700', check: 'metadata' });
     // The manifest holds hashes, never a secret value.
     const text = sb.read(LAYOUT.manifestFile)!;
@@ -106,7 +109,7 @@ describe('install manifest', () => {
     const step = JSON.parse(String(run.stdout)).steps.find((s: { id: string }) => s.id === 'agent-runtime');
     expect(step.status).toBe('changed');
     expect(JSON.stringify(step.changes)).toContain(`reinstall OpenClaw`);
-    expect(sb.read(entry)).toBe(''); // npm (the stand-in) unpacked it again
+    expect(sb.read(entry)).toBe(fs.readFileSync(path.join(REPO, 'test/helpers/standins/openclaw'), 'utf8')); // npm (the stand-in) unpacked it again
     expect(manifest(sb).find((e) => e.path === entry)!.sha256).toBe(sha256(path.join(sb.root, entry)));
     expect(fs.readdirSync(path.join(sb.root, `${LAYOUT.nodePrefix}/lib/node_modules`)).filter((n) => n.includes('damaged'))).toEqual([]);
   }, 60_000);
