@@ -9,6 +9,7 @@ export const CHANNEL_PORT = 18790;
 export const LAYOUT = {
   stateDir: '/var/lib/service-deploy',
   answersFile: '/var/lib/service-deploy/answers.json',
+  manifestFile: '/var/lib/service-deploy/manifest.json',
   logDir: '/var/log/service-deploy',
   installLog: '/var/log/service-deploy/install.log',
   installLock: '/run/service-deploy/install.lock',

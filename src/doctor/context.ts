@@ -7,6 +7,9 @@ import { LAYOUT } from '../layout.js';
 import { loadProfile, type ServiceProfile } from '../profile.js';
 import { readStoredAnswers } from '../answers/index.js';
 import { meshStatus, type MeshStatus } from '../steps/mesh-client.js';
+import { planFile } from '../pipeline/files.js';
+import { auditManifest, type FileIssue, type ManifestAudit } from './audit.js';
+import { OWN_FILES } from './own-files.js';
 
 export interface Listener {
   address: string;
@@ -31,6 +34,10 @@ export class DoctorContext {
   private cache = new Map<string, Promise<unknown>>();
   /** Set by fix actions so a later action does not restart the gateway twice. */
   gatewayRestarted = false;
+  /** Set by fix actions that wrote the nginx site and restarted nginx (after nginx -t). */
+  nginxRestarted = false;
+  /** Set by fix actions that changed what the gateway reads: the gateway-restart action then runs last. */
+  gatewayRestartWanted = false;
 
   /** `recorded`: the service profile overrides the install stored on this server. */
   constructor(readonly host: Host, recorded: Record<string, string> = {}) {
@@ -114,6 +121,44 @@ export class DoctorContext {
 
   mesh(): Promise<MeshStatus> {
     return this.once('mesh', () => meshStatus(this.host));
+  }
+
+  /** The machine compared with the install manifest (files check, and fixability for others). */
+  audit(): Promise<ManifestAudit> {
+    return this.once('audit', () => auditManifest(this));
+  }
+
+  /** The audit's issues for these paths. */
+  async issuesFor(...paths: string[]): Promise<FileIssue[]> {
+    return (await this.audit()).issues.filter((i) => paths.includes(i.path));
+  }
+
+  /**
+   * Our own files (own-files.ts) the manifest does not record (a server installed before
+   * it existed) that differ from what the install writes: the files action writes them.
+   */
+  unrecordedOwnDrift(): Promise<string[]> {
+    return this.once('own-drift', async () => {
+      const { read } = await this.audit();
+      const channel = await this.channelConfigured();
+      const drift = await Promise.all(
+        OWN_FILES.filter((own) => !read.entries?.has(own.path) && (channel || !own.channel)).map(async (own) => {
+          const desired = await own.render(this);
+          return desired && (await planFile(this.host, desired)) ? own.path : undefined;
+        }),
+      );
+      return drift.filter((p): p is string => p !== undefined);
+    });
+  }
+
+  /**
+   * Whether the files action repairs what a check found wrong with these paths: the
+   * manifest records each as wrong and every one of those issues has a safe repair, or
+   * it is one of our own files, unrecorded, that the action writes again.
+   */
+  async repairedByFiles(...paths: string[]): Promise<boolean> {
+    const [issues, unrecorded] = await Promise.all([this.issuesFor(...paths), this.unrecordedOwnDrift()]);
+    return paths.every((p) => issues.some((i) => i.path === p) || unrecorded.includes(p)) && issues.every((i) => i.repair !== undefined);
   }
 }
 

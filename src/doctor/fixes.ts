@@ -1,32 +1,121 @@
 import { productionSiteFromEnv } from '../channel/nginx.js';
+import { serializeRuntimeConfig } from '../config/runtime-config.js';
 import { DeployError } from '../errors.js';
 import { runGuard } from '../guard/index.js';
 import { LAYOUT } from '../layout.js';
-import { guardCron, guardScript } from '../steps/guard.js';
-import { writeDesired } from '../pipeline/files.js';
+import { ensureDirRecorded, writeDesired, writeRecorded, type DesiredFile } from '../pipeline/files.js';
+import { recordWrittenFile, restampRecorded } from '../pipeline/manifest.js';
+import { guardCron, guardScript, installSelf } from '../steps/guard.js';
+import { RUNTIME_CONFIG_RECORD, desiredFor, validateCandidate } from '../steps/runtime-config.js';
+import type { FileIssue } from './audit.js';
 import type { DoctorContext } from './context.js';
+import { ownFile } from './own-files.js';
 import type { FixActionId } from './types.js';
 
 export interface FixAction {
   id: FixActionId;
   title: string;
-  run(ctx: DoctorContext): Promise<void>;
+  /** false: nothing was left to do (an earlier action did it); the action is then not reported. */
+  run(ctx: DoctorContext): Promise<void | false>;
 }
 
 /**
- * The safe repairs, in the order --fix runs them: files first, then the guard (config,
- * channel.env mode, drop-in; restarts the gateway if it changed anything), nginx, and
- * a plain gateway restart last, skipped when the guard already restarted it.
+ * Writes the channel nginx site, and keeps it only with a passing `nginx -t` (else the
+ * previous one goes back and the fix fails); then restarts nginx.
+ */
+async function replaceNginxSite(ctx: DoctorContext, desired: DesiredFile): Promise<void> {
+  const { host } = ctx;
+  const previous = await host.files.read(LAYOUT.nginxSite);
+  const previousMode = (await host.files.stat(LAYOUT.nginxSite))?.mode ?? 0o600;
+  // Recorded in the install manifest only once nginx accepts it; a site put back is not
+  // recorded (the manifest keeps naming what service-deploy last wrote).
+  await host.files.write(desired.path, desired.content, { mode: desired.mode });
+  const test = await host.exec.run('nginx', ['-t'], { allowFailure: true, timeoutMs: 60_000 });
+  if (test.exitCode !== 0) {
+    // Never leave nginx with a site it rejects: put the old one back.
+    if (previous === undefined) await host.files.remove(LAYOUT.nginxSite);
+    else await host.files.write(LAYOUT.nginxSite, previous, { mode: previousMode });
+    throw new DeployError(`nginx -t still fails with the rewritten site (the previous one was put back): ${host.redactor.redact(test.stderr.trim())}`, 'another nginx file is at fault: see `nginx -t`');
+  }
+  await recordWrittenFile(host, desired.path, desired.content, { mode: desired.mode });
+  await host.services.restart('system', 'nginx');
+  ctx.nginxRestarted = true;
+}
+
+/** Puts back what the install manifest records: modes, owners, our own files, our binary. */
+async function repairFiles(ctx: DoctorContext): Promise<void | false> {
+  const { host } = ctx;
+  const byPath = new Map<string, FileIssue[]>();
+  for (const issue of (await ctx.audit()).issues) if (issue.repair) byPath.set(issue.path, [...(byPath.get(issue.path) ?? []), issue]);
+  // Our own files the manifest does not know yet (an older install) are written again too.
+  for (const p of await ctx.unrecordedOwnDrift()) byPath.set(p, [{ path: p, problem: `${p} differs`, repair: { kind: 'render' }, command: 'service-deploy doctor --fix' }]);
+  if (byPath.size === 0) return false;
+  const restamp: string[] = [];
+  for (const [p, issues] of byPath) {
+    const kinds = new Set(issues.map((i) => i.repair!.kind));
+    if (kinds.has('render')) {
+      const own = ownFile(p)!;
+      const desired = await own.render(ctx);
+      if (!desired) throw new DeployError(`${p} cannot be written again here`, issues[0]!.command);
+      if (own.effect === 'nginx') await replaceNginxSite(ctx, desired);
+      else {
+        if (p === LAYOUT.channelDropIn) await ensureDirRecorded(host, LAYOUT.gatewayDropInDir, 0o755);
+        if (p.startsWith(`${LAYOUT.channelPluginDir}/`)) await ensureDirRecorded(host, LAYOUT.channelPluginDir, 0o755);
+        await writeDesired(host, desired);
+      }
+      // A unit file, the drop-in or the plugin's code changed: the gateway must load them.
+      if (own.effect === 'units' || own.effect === 'gateway') ctx.gatewayRestartWanted = true;
+      continue;
+    }
+    if (kinds.has('self-copy')) {
+      await installSelf(host);
+      continue;
+    }
+    for (const issue of issues) {
+      const repair = issue.repair!;
+      if (repair.kind === 'chown') await host.files.chown(p, { uid: repair.uid, gid: repair.gid });
+      if (repair.kind === 'chmod') await host.files.chmod(p, repair.mode);
+    }
+    restamp.push(p);
+  }
+  // Content was verified just now; a new ctime is all that changed.
+  if (restamp.length > 0) await restampRecorded(host, restamp);
+}
+
+/**
+ * The safe repairs, in the order --fix runs them: the runtime config, the cron entry,
+ * the guard (routing, drop-in, channel.env mode; it restarts the gateway itself when
+ * it changed something), the files of the manifest, nginx, and one gateway restart
+ * last when something it reads changed (skipped when the guard already restarted it
+ * for that). The checks are read again between actions, so none repeats another's work.
  */
 export const FIX_ACTIONS: readonly FixAction[] = [
   {
+    id: 'runtime-config',
+    title: 'write the managed keys of openclaw.json again (validated by OpenClaw first)',
+    async run(ctx) {
+      const { host } = ctx;
+      const answers = await ctx.answers();
+      if (!answers) throw new DeployError('no stored answers', 'run `service-deploy install`');
+      const { config, problem } = await ctx.runtimeConfig();
+      if (!config && (await host.files.exists(LAYOUT.runtimeConfig))) throw new DeployError(problem ?? `${LAYOUT.runtimeConfig} is unreadable`, 'move it aside and run `service-deploy install`');
+      const desired = await desiredFor({ host, answers, profile: ctx.profile, components: ctx.components, channel: await ctx.channelConfigured() }, config);
+      const content = serializeRuntimeConfig(desired);
+      await ensureDirRecorded(host, LAYOUT.runtimeDir, 0o700);
+      await validateCandidate(host, content);
+      await writeRecorded(host, LAYOUT.runtimeConfig, content, RUNTIME_CONFIG_RECORD);
+      ctx.gatewayRestartWanted = true;
+    },
+  },
+  {
     id: 'cron',
-    title: 'write the guard script and its hourly cron entry',
+    title: 'write the guard script and its hourly cron entry; start cron',
     async run(ctx) {
       const answers = await ctx.answers();
       if (!answers) throw new DeployError('no stored answers', 'run `service-deploy install`');
       await writeDesired(ctx.host, guardScript());
       await writeDesired(ctx.host, guardCron(answers.meshHostname));
+      if (!(await ctx.host.services.isActive('system', 'cron'))) await ctx.host.services.enableNow('system', 'cron');
     },
   },
   {
@@ -38,36 +127,34 @@ export const FIX_ACTIONS: readonly FixAction[] = [
     },
   },
   {
+    id: 'files',
+    title: 'put the recorded modes and owners back, write our own files again',
+    run: repairFiles,
+  },
+  {
     id: 'nginx-site',
     title: 'write the channel nginx site from channel.env, nginx -t, restart nginx',
     async run(ctx) {
-      const { host } = ctx;
+      if (ctx.nginxRestarted) return false;
       let site: string;
       try {
         site = productionSiteFromEnv((await ctx.channelEnv()) ?? {});
       } catch (error) {
         throw new DeployError(`${LAYOUT.channelEnv}: ${(error as Error).message}`, 'run `service-deploy install --channel`');
       }
-      const previous = await host.files.read(LAYOUT.nginxSite);
-      const previousMode = (await host.files.stat(LAYOUT.nginxSite))?.mode ?? 0o600;
-      await host.files.write(LAYOUT.nginxSite, site, { mode: 0o600 });
-      const test = await host.exec.run('nginx', ['-t'], { allowFailure: true, timeoutMs: 60_000 });
-      if (test.exitCode !== 0) {
-        // Never leave nginx with a site it rejects: put the old one back.
-        if (previous === undefined) await host.files.remove(LAYOUT.nginxSite);
-        else await host.files.write(LAYOUT.nginxSite, previous, { mode: previousMode });
-        throw new DeployError(`nginx -t still fails with the rewritten site (the previous one was put back): ${host.redactor.redact(test.stderr.trim())}`, 'another nginx file is at fault: see `nginx -t`');
-      }
-      await host.services.restart('system', 'nginx');
+      await replaceNginxSite(ctx, { path: LAYOUT.nginxSite, content: site, mode: 0o600 });
     },
   },
   {
     id: 'nginx-restart',
     title: 'restart nginx (after nginx -t)',
-    async run({ host }) {
+    async run(ctx) {
+      const { host } = ctx;
+      if (ctx.nginxRestarted) return false;
       const test = await host.exec.run('nginx', ['-t'], { allowFailure: true, timeoutMs: 60_000 });
       if (test.exitCode !== 0) throw new DeployError(`nginx -t fails: ${host.redactor.redact(test.stderr.trim())}`, 'fix the nginx configuration first');
       await host.services.restart('system', 'nginx');
+      ctx.nginxRestarted = true;
     },
   },
   {
@@ -83,14 +170,16 @@ export const FIX_ACTIONS: readonly FixAction[] = [
   },
   {
     id: 'gateway-restart',
-    title: 'enable linger, reload the user units and restart the gateway',
+    title: 'enable linger and the gateway unit, reload the user units and restart the gateway',
     async run(ctx) {
       const { host } = ctx;
-      if (ctx.gatewayRestarted) return;
+      if (ctx.gatewayRestarted && !ctx.gatewayRestartWanted) return false;
       if (!(await host.files.exists(LAYOUT.lingerFile))) await host.exec.run('loginctl', ['enable-linger', 'root']);
+      if (!(await host.services.isEnabled('user', LAYOUT.gatewayUnit))) await host.services.enable('user', LAYOUT.gatewayUnit);
       await host.services.daemonReload('user');
       await host.services.restart('user', LAYOUT.gatewayUnit);
       ctx.gatewayRestarted = true;
+      ctx.gatewayRestartWanted = false;
     },
   },
 ];

@@ -7,6 +7,7 @@ import { channelLimitsCheck } from './checks/channel-limits.js';
 import { channelPortCheck } from './checks/channel-port.js';
 import { configValidCheck } from './checks/config-valid.js';
 import { devicesCheck } from './checks/devices.js';
+import { filesCheck } from './checks/files.js';
 import { diskCheck } from './checks/disk.js';
 import { gatewayAuthCheck } from './checks/gateway-auth.js';
 import { gatewayBindCheck } from './checks/gateway-bind.js';
@@ -21,8 +22,11 @@ import { nginxCheck } from './checks/nginx.js';
 import { nodeRuntimeCheck } from './checks/node-runtime.js';
 import { osCheck } from './checks/os.js';
 import { packageLockCheck } from './checks/package-lock.js';
+import { packagesCheck } from './checks/packages.js';
+import { pluginsCheck } from './checks/plugins.js';
 import { providersCheck } from './checks/providers.js';
 import { secretsCheck } from './checks/secrets.js';
+import { runtimeConfigCheck } from './checks/runtime-config.js';
 import { tlsCertCheck } from './checks/tls-cert.js';
 
 /** The checks, in the order they print (they run in parallel). Explicit, not discovered. */
@@ -30,6 +34,8 @@ export const CHECKS: readonly Check[] = [
   osCheck,
   nodeRuntimeCheck,
   agentRuntimeCheck,
+  pluginsCheck,
+  packagesCheck,
   gatewayServiceCheck,
   gatewaySandboxCheck,
   healthCheck,
@@ -39,6 +45,7 @@ export const CHECKS: readonly Check[] = [
   agentSettingsCheck,
   configValidCheck,
   secretsCheck,
+  runtimeConfigCheck,
   channelEnvCheck,
   channelDropInCheck,
   nginxCheck,
@@ -52,4 +59,5 @@ export const CHECKS: readonly Check[] = [
   devicesCheck,
   diskCheck,
   packageLockCheck,
+  filesCheck,
 ];

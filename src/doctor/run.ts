@@ -86,10 +86,11 @@ export async function runDoctor(host: Host, options: { names: readonly string[];
   const wanted = new Set(first.filter((r) => r.status === 'fail' || r.status === 'warn').flatMap((r) => (r.action ? [r.action] : [])));
   if (wanted.size === 0) return { ...report(first), fixes: [] };
   const fixes: FixReport[] = [];
-  for (const action of FIX_ACTIONS.filter((a) => wanted.has(a.id))) {
+  for (const action of FIX_ACTIONS) {
+    // The last action (one gateway restart) also runs when an earlier one changed what the gateway reads.
+    if (!wanted.has(action.id) && !(action.id === 'gateway-restart' && ctx.gatewayRestartWanted)) continue;
     try {
-      await action.run(ctx);
-      fixes.push({ id: action.id, title: action.title, ok: true });
+      if ((await action.run(ctx)) !== false) fixes.push({ id: action.id, title: action.title, ok: true });
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       fixes.push({ id: action.id, title: action.title, ok: false, error: host.redactor.redact(message) });

@@ -4,8 +4,8 @@ import { LAYOUT } from '../layout.js';
 import { loadProfile } from '../profile.js';
 import { parseRuntimeConfig, serializeRuntimeConfig } from '../config/runtime-config.js';
 import { readStoredAnswers } from '../answers/index.js';
-import { validateCandidate } from '../steps/runtime-config.js';
-import { octal } from '../pipeline/files.js';
+import { RUNTIME_CONFIG_RECORD, validateCandidate } from '../steps/runtime-config.js';
+import { octal, writeRecorded } from '../pipeline/files.js';
 import { applyRuntimeSecrets, planRuntimeSecrets } from '../steps/runtime-secrets.js';
 import { channelFilesPlan, type ChannelFilesPlan } from './channel.js';
 import { appendGuardLog, syslog } from './log.js';
@@ -111,7 +111,7 @@ async function enforce(host: Host, { answers, profile }: GuardInputs, options: G
     const content = serializeRuntimeConfig(config);
     // Never write a config the runtime would reject: the gateway would not come back.
     await validateCandidate(host, content);
-    await host.files.write(LAYOUT.runtimeConfig, content, { mode: 0o600 });
+    await writeRecorded(host, LAYOUT.runtimeConfig, content, RUNTIME_CONFIG_RECORD);
   } else if (configMode) {
     await host.files.chmod(LAYOUT.runtimeConfig, 0o600);
   }

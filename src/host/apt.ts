@@ -1,3 +1,4 @@
+import { NETWORK_ENV } from './exec.js';
 import type { Host } from './index.js';
 
 const APT_ENV = { DEBIAN_FRONTEND: 'noninteractive', NEEDRESTART_MODE: 'a' };
@@ -20,9 +21,10 @@ export async function missingPackages(host: Host, names: readonly string[]): Pro
  */
 export async function aptInstall(host: Host, names: readonly string[], lockTimeoutSeconds: number): Promise<void> {
   const lock = [`-o`, `DPkg::Lock::Timeout=${Math.max(1, Math.round(lockTimeoutSeconds))}`];
-  await host.exec.run('apt-get', [...lock, 'update', '-qq'], { env: APT_ENV, timeoutMs: 15 * 60_000 });
+  await host.exec.run('apt-get', [...lock, 'update', '-qq'], { env: APT_ENV, inherit: NETWORK_ENV, timeoutMs: 15 * 60_000 });
   await host.exec.run('apt-get', [...lock, 'install', '-y', '-qq', '--no-install-recommends', ...names], {
     env: APT_ENV,
+    inherit: NETWORK_ENV,
     timeoutMs: 30 * 60_000,
   });
 }

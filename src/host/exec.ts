@@ -9,7 +9,15 @@ import type { Redactor } from './redact.js';
 export interface RunOptions {
   /** Data for the child's stdin: the only way a secret reaches a command. */
   input?: string;
+  /** Variables this command needs, on top of the minimal environment (see childEnv). */
   env?: Record<string, string | undefined>;
+  /** Names to pass on from our own environment when set (e.g. NETWORK_ENV for apt and npm). */
+  inherit?: readonly string[];
+  /**
+   * Variables of `env` allowed to hold a secret: for the one command that needs it and
+   * cannot read it from stdin or a file (say which and why in docs/operations.md, "Child processes and secrets").
+   */
+  secretEnv?: readonly string[];
   cwd?: string;
   timeoutMs?: number;
   /** Return the result instead of throwing on a non-zero exit. */
@@ -24,9 +32,45 @@ export interface RunResult {
   failed: boolean;
 }
 
+/** What every child gets from our environment, and nothing else unless the call asks. */
+export const BASE_ENV = ['PATH', 'HOME', 'LANG'] as const;
+
 /**
- * Runs commands from PATH. Arguments are checked for secrets before the process
- * starts; output and errors are redacted before anyone sees them.
+ * The machine's proxy and CA settings: the commands that download (apt-get, npm) need
+ * them on a server behind a proxy or a TLS-inspecting gateway.
+ */
+export const NETWORK_ENV = ['http_proxy', 'https_proxy', 'no_proxy', 'HTTP_PROXY', 'HTTPS_PROXY', 'NO_PROXY', 'NODE_EXTRA_CA_CERTS'] as const;
+
+/**
+ * The environment of a child process: PATH, HOME and LANG from ours, the names the call
+ * inherits, and the values it sets. Nothing else of ours (the install's answers come
+ * in SERVICE_API_KEY, SERVICE_MCP_TOKEN... and must not reach apt's maintainer scripts
+ * or npm's install scripts). In a sandbox (SERVICE_DEPLOY_ROOT) the children are the
+ * test stand-ins, which also get SERVICE_DEPLOY_ROOT and their own STANDIN_* settings.
+ */
+export function childEnv(parent: NodeJS.ProcessEnv, options: Pick<RunOptions, 'env' | 'inherit'> = {}): Record<string, string> {
+  const env: Record<string, string> = {};
+  const take = (name: string) => {
+    const value = parent[name];
+    if (value !== undefined) env[name] = value;
+  };
+  for (const name of BASE_ENV) take(name);
+  for (const name of options.inherit ?? []) take(name);
+  if (parent.SERVICE_DEPLOY_ROOT) {
+    take('SERVICE_DEPLOY_ROOT');
+    for (const name of Object.keys(parent)) if (name.startsWith('STANDIN_')) take(name);
+  }
+  for (const [name, value] of Object.entries(options.env ?? {})) {
+    if (value === undefined) delete env[name];
+    else env[name] = value;
+  }
+  return env;
+}
+
+/**
+ * Runs commands from PATH with a minimal environment (childEnv). Arguments and
+ * environment are checked for secrets before the process starts (a secret goes to a
+ * command by stdin or a 0600 file); output and errors are redacted before anyone sees them.
  */
 export class Exec {
   constructor(
@@ -37,11 +81,16 @@ export class Exec {
 
   async run(command: string, args: readonly string[] = [], options: RunOptions = {}): Promise<RunResult> {
     this.redactor.assertNotInArgv(command, args);
+    const env = childEnv(this.baseEnv, options);
+    const leaked = Object.keys(env).filter((name) => !options.secretEnv?.includes(name) && this.redactor.contains(env[name]!));
+    if (leaked.length > 0) {
+      throw new Error(`refusing to run ${command}: ${leaked.join(', ')} in its environment would hold a secret (pass it through stdin or a 0600 file)`);
+    }
     const shown = [command, ...args].map(quoteForLog).join(' ');
     this.log.debug(`run: ${shown}`);
     const result = await execa(command, args, {
       input: options.input,
-      env: { ...this.baseEnv, ...options.env },
+      env,
       extendEnv: false,
       cwd: options.cwd,
       timeout: options.timeoutMs,

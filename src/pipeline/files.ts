@@ -1,6 +1,7 @@
 import type { Owner } from '../host/files.js';
 import { ROOT_OWNER } from '../host/files.js';
 import type { Host } from '../host/index.js';
+import { recordFromDisk, recordWrittenFile, type EntryCheck } from './manifest.js';
 import type { Change } from './step.js';
 
 export interface DesiredFile {
@@ -8,6 +9,8 @@ export interface DesiredFile {
   content: string;
   mode: number;
   owner?: Owner;
+  /** How doctor checks it later (default: its SHA-256; see pipeline/manifest.ts). */
+  check?: EntryCheck;
 }
 
 /**
@@ -34,8 +37,30 @@ export async function planFile(host: Host, desired: DesiredFile): Promise<Change
   return { target: desired.path, summary: `${desired.path}: ${reasons.join(', ')}`, diff };
 }
 
+/** Writes a desired file atomically and records it in the install manifest. */
 export async function writeDesired(host: Host, desired: DesiredFile): Promise<void> {
-  await host.files.write(desired.path, desired.content, { mode: desired.mode, owner: desired.owner ?? ROOT_OWNER });
+  await writeRecorded(host, desired.path, desired.content, desired);
+}
+
+/**
+ * Every file service-deploy writes goes through here (or writeDesired): the atomic
+ * write, then its entry in the install manifest (type, owner, mode, SHA-256).
+ */
+export async function writeRecorded(
+  host: Host,
+  p: string,
+  content: string | Uint8Array,
+  options: { mode: number; owner?: Owner; check?: EntryCheck },
+): Promise<void> {
+  const owner = options.owner ?? ROOT_OWNER;
+  await host.files.write(p, content, { mode: options.mode, owner });
+  await recordWrittenFile(host, p, content, { mode: options.mode, owner, check: options.check });
+}
+
+/** Creates (or re-modes) a folder of ours and records it in the install manifest. */
+export async function ensureDirRecorded(host: Host, dir: string, mode: number, owner: Owner = ROOT_OWNER): Promise<void> {
+  await host.files.ensureDir(dir, mode, owner);
+  await recordFromDisk(host, { path: dir, options: { mode, owner } });
 }
 
 export function octal(mode: number): string {

@@ -1,4 +1,4 @@
-import type { RunOptions, RunResult } from '../host/exec.js';
+import { NETWORK_ENV, type RunOptions, type RunResult } from '../host/exec.js';
 import type { Host } from '../host/index.js';
 import { LAYOUT } from '../layout.js';
 
@@ -26,6 +26,8 @@ export function openclaw(host: Host, args: string[], options: RunOptions & { con
 export function npm(host: Host, args: string[], options: RunOptions = {}): Promise<RunResult> {
   return host.exec.run(host.paths.real(`${LAYOUT.nodePrefix}/bin/npm`), args, {
     timeoutMs: 15 * 60_000,
+    // npm downloads: the machine's proxy and CA settings, and its own npm_config_* (a mirror, its token).
+    inherit: [...NETWORK_ENV, ...Object.keys(host.env).filter((name) => /^npm_config_/i.test(name))],
     ...options,
     env: { ...runtimeEnv(host), npm_config_update_notifier: 'false', npm_config_fund: 'false', npm_config_audit: 'false', ...options.env },
   });
@@ -45,3 +47,32 @@ export async function installedPackageVersion(host: Host, nodeModules: string, n
 export const GLOBAL_MODULES = `${LAYOUT.nodePrefix}/lib/node_modules`;
 export const PLUGIN_PREFIX = '/opt/service-deploy/plugins';
 export const OPENCLAW_ENTRY = `${GLOBAL_MODULES}/openclaw/openclaw.mjs`;
+
+/**
+ * The files of each installed program that must be there (the rest of a package is
+ * npm's business): recorded in the install manifest after npm wrote them, checked by
+ * the install (reinstall when one is missing or changed) and by doctor.
+ */
+export interface ProgramFiles {
+  /** Must exist for the program to run. */
+  required: string[];
+  /** Recorded when present (a package may not ship them). */
+  optional: string[];
+}
+
+export function openclawFiles(packageName = 'openclaw'): ProgramFiles {
+  return { required: [`${GLOBAL_MODULES}/${packageName}/package.json`, OPENCLAW_ENTRY, LAYOUT.openclawBin], optional: [] };
+}
+
+export function qmdFiles(packageName: string): ProgramFiles {
+  return { required: [`${LAYOUT.qmdPrefix}/node_modules/${packageName}/package.json`, LAYOUT.qmdBin], optional: [] };
+}
+
+export function losslessClawFiles(packageName: string): ProgramFiles {
+  const dir = `${PLUGIN_PREFIX}/node_modules/${packageName}`;
+  return { required: [`${dir}/package.json`], optional: [`${dir}/openclaw.plugin.json`] };
+}
+
+export function nodeFiles(): ProgramFiles {
+  return { required: [`${LAYOUT.nodePrefix}/bin/node`], optional: [] };
+}

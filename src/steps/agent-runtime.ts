@@ -2,7 +2,9 @@ import type { Step } from '../pipeline/step.js';
 import { LAYOUT } from '../layout.js';
 import { renderTemplate } from '../render/template.js';
 import { planFile, writeDesired, type DesiredFile } from '../pipeline/files.js';
-import { GLOBAL_MODULES, OPENCLAW_ENTRY, installedPackageVersion, npm } from '../runtime/openclaw.js';
+import { recordProgramFiles } from '../pipeline/manifest.js';
+import { installAfresh, packageState, type PackageState } from './package-files.js';
+import { GLOBAL_MODULES, OPENCLAW_ENTRY, installedPackageVersion, npm, openclawFiles } from '../runtime/openclaw.js';
 
 export function openclawWrapper(): DesiredFile {
   return {
@@ -23,17 +25,24 @@ export const agentRuntimeStep: Step = {
   async check({ host, components }) {
     const want = components.openclaw.version;
     const have = await installedPackageVersion(host, GLOBAL_MODULES, components.openclaw.package);
+    // The right version with a file missing or changed since npm wrote it: install again.
+    const state = await packageState(host, have, want, openclawFiles(components.openclaw.package));
     const changes = [];
     if (have !== want) changes.push({ target: 'openclaw', summary: have ? `OpenClaw ${have} -> ${want}` : `install OpenClaw ${want}` });
+    else if (state.damaged) changes.push({ target: 'openclaw', summary: `reinstall OpenClaw ${want}: ${state.damaged}` });
     const wrapper = await planFile(host, openclawWrapper());
     if (wrapper) changes.push(wrapper);
-    return { changes, notify: have !== want ? ['gateway-restart'] : [], data: have !== want };
+    return { changes, notify: state.install ? ['gateway-restart'] : [], data: state };
   },
   async apply(ctx, plan) {
     const { host, components } = ctx;
-    if (plan.data) {
+    const state = plan.data as PackageState;
+    if (state.install) {
       ctx.progress(`npm install ${components.sources.openclawSpec} (this takes a minute)`);
-      await npm(host, ['install', '--global', '--prefix', host.paths.real(LAYOUT.nodePrefix), '--no-audit', '--no-fund', '--allow-scripts=openclaw', components.sources.openclawSpec]);
+      await installAfresh(host, `${GLOBAL_MODULES}/${components.openclaw.package}`, Boolean(state.damaged), async () => {
+        await npm(host, ['install', '--global', '--prefix', host.paths.real(LAYOUT.nodePrefix), '--no-audit', '--no-fund', '--allow-scripts=openclaw', components.sources.openclawSpec]);
+      });
+      await recordProgramFiles(host, openclawFiles(components.openclaw.package));
     }
     await writeDesired(host, openclawWrapper());
   },

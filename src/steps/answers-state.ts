@@ -1,7 +1,7 @@
 import { readStoredAnswers, storedAnswersContent } from '../answers/index.js';
 import type { Host } from '../host/index.js';
 import { LAYOUT } from '../layout.js';
-import { planFile, writeDesired, type DesiredFile } from '../pipeline/files.js';
+import { ensureDirRecorded, planFile, writeDesired, type DesiredFile } from '../pipeline/files.js';
 import type { InstallContext, Step } from '../pipeline/step.js';
 
 async function storedAnswersFile(host: Host, answers: InstallContext['answers']): Promise<DesiredFile> {
@@ -17,7 +17,7 @@ export const answersStateStep: Step = {
     return { changes: change ? [change] : [], data: desired };
   },
   async apply({ host }, plan) {
-    await host.files.ensureDir(LAYOUT.stateDir, 0o700);
+    await ensureDirRecorded(host, LAYOUT.stateDir, 0o700);
     await writeDesired(host, plan.data as DesiredFile);
   },
 };

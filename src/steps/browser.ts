@@ -3,6 +3,8 @@ import type { OsInfo } from '../host/os.js';
 import { readOs } from '../host/os.js';
 import type { Step } from '../pipeline/step.js';
 import { aptInstall, missingPackages } from '../host/apt.js';
+import { writeRecorded } from '../pipeline/files.js';
+import { installedFilesProblem, recordFromDisk } from '../pipeline/manifest.js';
 
 /**
  * A headless browser for the agent's browser tool. Ubuntu's chromium is a snap
@@ -14,7 +16,8 @@ export function browserFor(os: OsInfo, components: Components) {
 }
 
 const CHROME_KEYRING = '/usr/share/keyrings/google-chrome.gpg';
-const CHROME_SOURCES = '/etc/apt/sources.list.d/google-chrome.list';
+export const CHROME_SOURCES = '/etc/apt/sources.list.d/google-chrome.list';
+export const CHROME_KEY = CHROME_KEYRING.replace(/\.gpg$/, '.asc');
 
 export const browserStep: Step = {
   id: 'browser',
@@ -26,10 +29,16 @@ export const browserStep: Step = {
   },
   async check({ host, components }) {
     const browser = browserFor(await readOs(host.files), components);
-    const missing = await missingPackages(host, [browser.package]);
-    return missing.length === 0 ? { changes: [] } : { changes: [{ target: 'apt', summary: `install ${browser.package}` }], notify: ['gateway-restart'] };
+    const [missing, repoDamage] = await Promise.all([
+      missingPackages(host, [browser.package]),
+      browser.aptRepoUrl ? installedFilesProblem(host, [], [CHROME_KEY, CHROME_SOURCES]) : undefined,
+    ]);
+    if (missing.length > 0) return { changes: [{ target: 'apt', summary: `install ${browser.package}` }], notify: ['gateway-restart'], data: { install: true } };
+    // Installed, but our apt source or its key changed or vanished since we wrote them.
+    if (repoDamage) return { changes: [{ target: CHROME_SOURCES, summary: `add the browser's apt repository again (${repoDamage})` }], data: { install: false } };
+    return { changes: [] };
   },
-  async apply(ctx) {
+  async apply(ctx, plan) {
     const { host, components, options } = ctx;
     const browser = browserFor(await readOs(host.files), components);
     if (browser.aptRepoUrl) {
@@ -40,12 +49,13 @@ export const browserStep: Step = {
         // Google publishes an ASCII-armoured key; apt's signed-by accepts armoured keys in .asc files.
         await host.net.download(components.sources.browserKeyUrl, host.paths.real(partial), { caFile: components.sources.caFile });
         await host.files.chmod(partial, 0o644);
-        await host.files.rename(partial, CHROME_KEYRING.replace(/\.gpg$/, '.asc'));
+        await host.files.rename(partial, CHROME_KEY);
       } finally {
         await host.files.remove(partial);
       }
-      await host.files.write(CHROME_SOURCES, `deb [arch=amd64 signed-by=${CHROME_KEYRING.replace(/\.gpg$/, '.asc')}] ${browser.aptRepoUrl} stable main\n`, { mode: 0o644 });
+      await recordFromDisk(host, { path: CHROME_KEY, options: { mode: 0o644 } });
+      await writeRecorded(host, CHROME_SOURCES, `deb [arch=amd64 signed-by=${CHROME_KEY}] ${browser.aptRepoUrl} stable main\n`, { mode: 0o644 });
     }
-    await aptInstall(host, [browser.package], options.lockTimeoutMs / 1000);
+    if ((plan.data as { install: boolean }).install) await aptInstall(host, [browser.package], options.lockTimeoutMs / 1000);
   },
 };

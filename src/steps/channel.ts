@@ -10,7 +10,8 @@ import type { Change, InstallContext, Plan, Step } from '../pipeline/step.js';
 import { LAYOUT } from '../layout.js';
 import { readTemplate } from '../assets.js';
 import { meshStatus } from './mesh-client.js';
-import { planFile, writeDesired, type DesiredFile } from '../pipeline/files.js';
+import { ensureDirRecorded, planFile, writeDesired, writeRecorded, type DesiredFile } from '../pipeline/files.js';
+import { recordWrittenFile } from '../pipeline/manifest.js';
 
 /**
  * The channel endpoint (docs/channel-protocol.md), configured by the catalog deploy
@@ -120,7 +121,7 @@ export const channelEnvStep: Step = {
     return { changes: [change], notify: ['gateway-restart'], data: desired };
   },
   async apply(ctx, plan) {
-    if (!(await ctx.host.files.exists(LAYOUT.runtimeDir))) await ctx.host.files.ensureDir(LAYOUT.runtimeDir, 0o700);
+    if (!(await ctx.host.files.exists(LAYOUT.runtimeDir))) await ensureDirRecorded(ctx.host, LAYOUT.runtimeDir, 0o700);
     await writeDesired(ctx.host, plan.data as DesiredFile);
   },
   async verify(ctx) {
@@ -152,7 +153,7 @@ export const channelDropInStep: Step = {
     return change ? { changes: [change], notify: ['gateway-reload-units', 'gateway-restart'], data: desired } : { changes: [] };
   },
   async apply({ host }, plan) {
-    await host.files.ensureDir(LAYOUT.gatewayDropInDir, 0o755);
+    await ensureDirRecorded(host, LAYOUT.gatewayDropInDir, 0o755);
     await writeDesired(host, plan.data as DesiredFile);
   },
 };
@@ -186,7 +187,7 @@ export const channelPluginStep: Step = {
     return changes.length === 0 ? { changes } : { changes, notify: ['gateway-restart'], data: files };
   },
   async apply({ host }, plan) {
-    await host.files.ensureDir(LAYOUT.channelPluginDir, 0o755);
+    await ensureDirRecorded(host, LAYOUT.channelPluginDir, 0o755);
     for (const file of plan.data as DesiredFile[]) await writeDesired(host, file);
   },
 };
@@ -237,7 +238,7 @@ export const channelTlsStep: Step = {
   async apply(ctx, plan) {
     const { host } = ctx;
     const data = plan.data as TlsPlan & { regenerate: boolean };
-    await host.files.ensureDir(LAYOUT.tlsDir, 0o755);
+    await ensureDirRecorded(host, LAYOUT.tlsDir, 0o755);
     if (!data.regenerate) {
       await host.files.chmod(LAYOUT.tlsKey, 0o600);
       return;
@@ -256,8 +257,8 @@ export const channelTlsStep: Step = {
       const cert = await host.files.read(`${work}/channel.crt`);
       if (!key || !cert) throw new DeployError('openssl did not write the key and certificate');
       // Key first: a reader never sees a certificate whose key is not there yet.
-      await host.files.write(LAYOUT.tlsKey, key, { mode: 0o600 });
-      await host.files.write(LAYOUT.tlsCert, cert, { mode: 0o644 });
+      await writeRecorded(host, LAYOUT.tlsKey, key, { mode: 0o600 });
+      await writeRecorded(host, LAYOUT.tlsCert, cert, { mode: 0o644 });
     } finally {
       await host.files.remove(work);
     }
@@ -289,7 +290,10 @@ async function reloadNginx(host: Host): Promise<void> {
   else await host.services.enableNow('system', 'nginx');
 }
 
-/** Puts the previous site back (or removes ours when there was none). */
+/**
+ * Puts the previous site back (or removes ours when there was none). Not recorded in
+ * the install manifest: its entry still names what service-deploy last wrote and kept.
+ */
 async function restoreSite(host: Host, previous: { content?: string; mode?: number }): Promise<void> {
   if (previous.content === undefined) await host.files.remove(LAYOUT.nginxSite);
   else await host.files.write(LAYOUT.nginxSite, previous.content, { mode: previous.mode ?? 0o600 });
@@ -319,7 +323,8 @@ export const nginxSiteStep: Step = {
     const desired = plan.data as DesiredFile | undefined;
     if (desired) {
       const previous = { content: await host.files.read(LAYOUT.nginxSite), mode: (await host.files.stat(LAYOUT.nginxSite))?.mode };
-      await writeDesired(host, desired);
+      // Recorded in the install manifest only once nginx has taken it.
+      await host.files.write(desired.path, desired.content, { mode: desired.mode });
       const test = await nginxTest(host);
       if (!test.ok) {
         await restoreSite(host, previous);
@@ -332,6 +337,7 @@ export const nginxSiteStep: Step = {
         if ((await nginxTest(host)).ok) await reloadNginx(host).catch(() => undefined);
         throw new DeployError(`nginx did not reload with the new channel site; the previous one was put back: ${(error as Error).message}`, 'check `systemctl status nginx` and `journalctl -u nginx`');
       }
+      await recordWrittenFile(host, desired.path, desired.content, { mode: desired.mode });
       return;
     }
     const test = await nginxTest(host);

@@ -4,7 +4,9 @@ import { isSingleExecutable } from '../assets.js';
 import type { Change, Step } from '../pipeline/step.js';
 import { LAYOUT } from '../layout.js';
 import { renderTemplate } from '../render/template.js';
+import { ROOT_OWNER } from '../host/files.js';
 import { planFile, writeDesired, type DesiredFile } from '../pipeline/files.js';
+import { recordWrittenFile } from '../pipeline/manifest.js';
 
 export function guardScript(): DesiredFile {
   return { path: LAYOUT.guardScript, content: renderTemplate('service-guard.sh', { binary: LAYOUT.binary }), mode: 0o755 };
@@ -38,20 +40,39 @@ export const guardStep: Step = {
       const change = await planFile(host, file);
       if (change) changes.push(change);
     }
-    const self = await selfBinaryChange(host);
+    const [self, cronActive] = await Promise.all([selfBinaryChange(host), host.services.isActive('system', 'cron')]);
     if (self) changes.push(self);
-    return { changes, data: self !== undefined };
+    if (!cronActive) changes.push({ target: 'cron', summary: 'enable and start cron (it runs the guard)' });
+    const plan: GuardPlan = { binary: self !== undefined, cron: !cronActive };
+    return { changes, data: plan };
   },
   async apply({ host, answers }, plan) {
-    if (plan.data) {
-      await host.files.write(LAYOUT.binary, await fs.readFile(process.execPath), { mode: 0o755 });
-      const { atimeMs, mtimeMs } = await fs.stat(process.execPath);
-      await fs.utimes(host.paths.real(LAYOUT.binary), atimeMs / 1000, mtimeMs / 1000);
-    }
+    const todo = plan.data as GuardPlan;
+    if (todo.binary) await installSelf(host);
     await writeDesired(host, guardScript());
     await writeDesired(host, guardCron(answers.meshHostname));
+    // cron runs the guard; a server where it is stopped never restores anything.
+    if (todo.cron) await host.services.enableNow('system', 'cron');
   },
 };
+
+interface GuardPlan {
+  binary: boolean;
+  cron: boolean;
+}
+
+/**
+ * Copies the running binary to /usr/local/bin/service-deploy (with its mtime, for the
+ * quick check below) and records it in the install manifest: hashed from the bytes
+ * just written, fingerprinted after the mtime was set.
+ */
+export async function installSelf(host: Parameters<Step['check']>[0]['host']): Promise<void> {
+  const bytes = await fs.readFile(process.execPath);
+  await host.files.write(LAYOUT.binary, bytes, { mode: 0o755, owner: ROOT_OWNER });
+  const { atimeMs, mtimeMs } = await fs.stat(process.execPath);
+  await fs.utimes(host.paths.real(LAYOUT.binary), atimeMs / 1000, mtimeMs / 1000);
+  await recordWrittenFile(host, LAYOUT.binary, bytes, { mode: 0o755 });
+}
 
 async function selfBinaryChange(host: Parameters<Step['check']>[0]['host']): Promise<Change | undefined> {
   if (!isSingleExecutable()) return undefined;

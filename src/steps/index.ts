@@ -7,6 +7,7 @@ import { channelLimitsStep, channelPortStep } from './channel-firewall.js';
 import { gatewayServiceStep } from './gateway-service.js';
 import { guardStep } from './guard.js';
 import { healthStep } from './health.js';
+import { manifestStep } from './manifest.js';
 import { mcpStep } from './mcp.js';
 import { memoryIndexStep } from './memory-index.js';
 import { meshClientStep } from './mesh-client.js';
@@ -41,6 +42,7 @@ export function installSteps(): Step[] {
     gatewayServiceStep,
     memoryIndexStep,
     guardStep,
+    manifestStep,
     healthStep,
   ];
 }

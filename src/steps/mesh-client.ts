@@ -4,9 +4,11 @@ import { readOs } from '../host/os.js';
 import type { InstallContext, Step } from '../pipeline/step.js';
 import { GATEWAY_PORT, LAYOUT } from '../layout.js';
 import { aptInstall } from '../host/apt.js';
+import { writeRecorded } from '../pipeline/files.js';
+import { installedFilesProblem, recordFromDisk } from '../pipeline/manifest.js';
 
-const KEYRING = '/usr/share/keyrings/tailscale-archive-keyring.gpg';
-const SOURCES = '/etc/apt/sources.list.d/tailscale.list';
+export const KEYRING = '/usr/share/keyrings/tailscale-archive-keyring.gpg';
+export const SOURCES = '/etc/apt/sources.list.d/tailscale.list';
 export const SERVE_TARGET = `http://127.0.0.1:${GATEWAY_PORT}`;
 export const SERVE_HINT =
   'enable HTTPS certificates and Serve/Funnel for the mesh network in its admin console (DNS: HTTPS Certificates; access controls: the funnel node attribute), then run the install again';
@@ -43,6 +45,8 @@ export async function meshStatus(host: Host): Promise<MeshStatus> {
 
 interface MeshPlan {
   install: boolean;
+  /** Our apt source or its signing key changed or vanished since we wrote them: add them again. */
+  repo: boolean;
   login: boolean;
   rename: boolean;
   serve: boolean;
@@ -57,15 +61,17 @@ export const meshClientStep: Step = {
   id: 'mesh-client',
   title: 'Private mesh network client',
   async check({ host, answers }) {
-    const status = await meshStatus(host);
+    const [status, repoDamage] = await Promise.all([meshStatus(host), installedFilesProblem(host, [], [KEYRING, SOURCES])]);
     const plan: MeshPlan = {
       install: !status.installed,
+      repo: status.installed && repoDamage !== undefined,
       login: !status.running,
       rename: status.running && status.hostname !== answers.meshHostname,
       serve: !status.serving,
     };
     const changes = [];
     if (plan.install) changes.push({ target: 'tailscale', summary: 'install the mesh client' });
+    if (plan.repo) changes.push({ target: SOURCES, summary: `add the mesh client's apt repository again (${repoDamage})` });
     if (plan.login) changes.push({ target: 'tailscale', summary: `join the mesh as ${answers.meshHostname}` });
     if (plan.rename) changes.push({ target: 'tailscale', summary: `hostname ${status.hostname} -> ${answers.meshHostname}` });
     if (plan.serve) changes.push({ target: 'tailscale serve', summary: `serve the gateway (${SERVE_TARGET}) over HTTPS on the mesh` });
@@ -75,6 +81,7 @@ export const meshClientStep: Step = {
     const { host, answers } = ctx;
     const todo = plan.data as MeshPlan;
     if (todo.install) await installMeshClient(ctx);
+    else if (todo.repo) await addMeshRepository(ctx);
     if (todo.login || todo.install) {
       if (!answers.meshAuthKey) {
         throw new DeployError('the mesh client is not logged in and no mesh auth key was given', 'give SERVICE_MESH_AUTH_KEY or --mesh-auth-key-file (a new key from the mesh admin settings)');
@@ -108,8 +115,9 @@ async function loginWithKeyFile(host: Host, key: string, hostname: string): Prom
   }
 }
 
-async function installMeshClient(ctx: InstallContext): Promise<void> {
-  const { host, components, options } = ctx;
+/** The signed apt repository of the mesh client: its signing key and source line, recorded in the manifest. */
+async function addMeshRepository(ctx: InstallContext): Promise<void> {
+  const { host, components } = ctx;
   const os = await readOs(host.files);
   const distro = os.id === 'debian' ? 'debian' : 'ubuntu';
   const codename = os.codename || (os.versionId === '22.04' ? 'jammy' : 'noble');
@@ -124,7 +132,13 @@ async function installMeshClient(ctx: InstallContext): Promise<void> {
   } finally {
     await host.files.remove(partial);
   }
-  await host.files.write(SOURCES, `deb [signed-by=${KEYRING}] ${repo} ${codename} main\n`, { mode: 0o644 });
+  await recordFromDisk(host, { path: KEYRING, options: { mode: 0o644 } });
+  await writeRecorded(host, SOURCES, `deb [signed-by=${KEYRING}] ${repo} ${codename} main\n`, { mode: 0o644 });
+}
+
+async function installMeshClient(ctx: InstallContext): Promise<void> {
+  const { host, components, options } = ctx;
+  await addMeshRepository(ctx);
   ctx.progress('installing the mesh client');
   await aptInstall(host, [components.meshClient.package], options.lockTimeoutMs / 1000);
   await host.exec.run('systemctl', ['enable', '--now', 'tailscaled'], { allowFailure: true });

@@ -3,6 +3,8 @@ import path from 'node:path';
 import { DeployError } from '../errors.js';
 import type { Step } from '../pipeline/step.js';
 import { LAYOUT } from '../layout.js';
+import { installedFilesProblem, recordProgramFiles } from '../pipeline/manifest.js';
+import { nodeFiles } from '../runtime/openclaw.js';
 
 /** Node's naming of the machine's architecture in its release tarballs. */
 function distArch(): string {
@@ -26,8 +28,10 @@ export const nodeRuntimeStep: Step = {
   async check(ctx) {
     const want = ctx.components.node.version;
     const have = await installedNodeVersion(ctx);
-    if (have === want) return { changes: [] };
-    return { changes: [{ target: LAYOUT.nodePrefix, summary: have ? `Node ${have} -> ${want}` : `install Node ${want}` }] };
+    // The right version, but the binary changed since it was unpacked: unpack it again.
+    const damaged = have === want ? await installedFilesProblem(ctx.host, nodeFiles().required) : undefined;
+    if (have === want && !damaged) return { changes: [] };
+    return { changes: [{ target: LAYOUT.nodePrefix, summary: damaged ? `reinstall Node ${want}: ${damaged}` : have ? `Node ${have} -> ${want}` : `install Node ${want}` }] };
   },
   async apply(ctx) {
     const { host, components } = ctx;
@@ -63,6 +67,7 @@ export const nodeRuntimeStep: Step = {
     } finally {
       await fs.rm(work, { recursive: true, force: true });
     }
+    await recordProgramFiles(host, nodeFiles());
   },
   async verify(ctx) {
     const have = await installedNodeVersion(ctx);

@@ -1,6 +1,9 @@
 import type { Step } from '../pipeline/step.js';
 import { LAYOUT } from '../layout.js';
-import { GLOBAL_MODULES, PLUGIN_PREFIX, installedPackageVersion, npm } from '../runtime/openclaw.js';
+import { ensureDirRecorded } from '../pipeline/files.js';
+import { recordProgramFiles } from '../pipeline/manifest.js';
+import { installAfresh, packageState, type PackageState } from './package-files.js';
+import { PLUGIN_PREFIX, installedPackageVersion, losslessClawFiles, npm, qmdFiles } from '../runtime/openclaw.js';
 
 /**
  * QMD memory, the program. OpenClaw removed its QMD memory backend in 2026.8.1 (builtin
@@ -16,22 +19,24 @@ export const memoryStep: Step = {
   title: 'Memory daemon (QMD, as an MCP server)',
   async check({ host, components }) {
     const have = await installedPackageVersion(host, `${LAYOUT.qmdPrefix}/node_modules`, components.qmd.package);
-    if (have === components.qmd.version) return { changes: [] };
-    return {
-      changes: [{ target: components.qmd.package, summary: have ? `QMD ${have} -> ${components.qmd.version} (CPU build)` : `install QMD ${components.qmd.version} (CPU build)` }],
-      notify: ['gateway-restart'],
-    };
+    const state = await packageState(host, have, components.qmd.version, qmdFiles(components.qmd.package));
+    if (!state.install) return { changes: [] };
+    const summary = state.damaged ? `reinstall QMD ${have}: ${state.damaged}` : have ? `QMD ${have} -> ${components.qmd.version} (CPU build)` : `install QMD ${components.qmd.version} (CPU build)`;
+    return { changes: [{ target: components.qmd.package, summary }], notify: ['gateway-restart'], data: state };
   },
-  async apply(ctx) {
+  async apply(ctx, plan) {
     const { host, components } = ctx;
     await host.files.ensureDir(LAYOUT.qmdPrefix, 0o755);
     await host.files.write(`${LAYOUT.qmdPrefix}/package.json`, qmdManifest(await host.files.read(`${LAYOUT.qmdPrefix}/package.json`)), { mode: 0o644 });
     const cpu = components.qmd.cpuBuild[process.arch === 'arm64' ? 'arm64' : 'x64'];
     ctx.progress(`npm install ${components.sources.qmdSpec} (CPU build)`);
-    await npm(host, [
-      'install', '--prefix', host.paths.real(LAYOUT.qmdPrefix), '--omit=optional', '--no-audit', '--no-fund', '--save-exact',
-      components.sources.qmdSpec, ...cpu,
-    ]);
+    await installAfresh(host, `${LAYOUT.qmdPrefix}/node_modules/${components.qmd.package}`, Boolean((plan.data as PackageState).damaged), async () => {
+      await npm(host, [
+        'install', '--prefix', host.paths.real(LAYOUT.qmdPrefix), '--omit=optional', '--no-audit', '--no-fund', '--save-exact',
+        components.sources.qmdSpec, ...cpu,
+      ]);
+    });
+    await recordProgramFiles(host, qmdFiles(components.qmd.package));
   },
   async verify({ host, components }) {
     const have = await installedPackageVersion(host, `${LAYOUT.qmdPrefix}/node_modules`, components.qmd.package);
@@ -66,20 +71,23 @@ export const contextEngineStep: Step = {
   title: 'Context engine (lossless-claw plugin)',
   async check({ host, components }) {
     const have = await installedPackageVersion(host, `${PLUGIN_PREFIX}/node_modules`, components.losslessClaw.package);
-    if (have === components.losslessClaw.version) return { changes: [] };
-    return {
-      changes: [{ target: components.losslessClaw.package, summary: have ? `lossless-claw ${have} -> ${components.losslessClaw.version}` : `install lossless-claw ${components.losslessClaw.version}` }],
-      notify: ['gateway-restart'],
-    };
+    const state = await packageState(host, have, components.losslessClaw.version, losslessClawFiles(components.losslessClaw.package));
+    if (!state.install) return { changes: [] };
+    const summary = state.damaged ? `reinstall lossless-claw ${have}: ${state.damaged}` : have ? `lossless-claw ${have} -> ${components.losslessClaw.version}` : `install lossless-claw ${components.losslessClaw.version}`;
+    return { changes: [{ target: components.losslessClaw.package, summary }], notify: ['gateway-restart'], data: state };
   },
-  async apply(ctx) {
+  async apply(ctx, plan) {
     const { host, components } = ctx;
-    await host.files.ensureDir(PLUGIN_PREFIX, 0o755);
+    await ensureDirRecorded(host, PLUGIN_PREFIX, 0o755);
+    // npm wants a package.json in the prefix (and then adds the dependency to it itself).
     if (!(await host.files.exists(`${PLUGIN_PREFIX}/package.json`))) {
       await host.files.write(`${PLUGIN_PREFIX}/package.json`, '{ "name": "service-deploy-plugins", "private": true }\n', { mode: 0o644 });
     }
     ctx.progress(`npm install ${components.sources.losslessClawSpec}`);
-    await npm(host, ['install', '--prefix', host.paths.real(PLUGIN_PREFIX), '--no-audit', '--no-fund', '--omit=peer', components.sources.losslessClawSpec]);
+    await installAfresh(host, `${PLUGIN_PREFIX}/node_modules/${components.losslessClaw.package}`, Boolean((plan.data as PackageState).damaged), async () => {
+      await npm(host, ['install', '--prefix', host.paths.real(PLUGIN_PREFIX), '--no-audit', '--no-fund', '--omit=peer', components.sources.losslessClawSpec]);
+    });
+    await recordProgramFiles(host, losslessClawFiles(components.losslessClaw.package));
   },
   async verify({ host, components }) {
     const have = await installedPackageVersion(host, `${PLUGIN_PREFIX}/node_modules`, components.losslessClaw.package);

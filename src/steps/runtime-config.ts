@@ -8,11 +8,19 @@ import {
   parseRuntimeConfig,
   sameConfig,
   serializeRuntimeConfig,
+  type ManagedSettings,
   type RuntimeConfig,
 } from '../config/runtime-config.js';
 import { browserFor } from './browser.js';
-import { planFile } from '../pipeline/files.js';
+import { ensureDirRecorded, planFile, writeRecorded } from '../pipeline/files.js';
+import { recordFromDisk, type RecordOptions } from '../pipeline/manifest.js';
 import { openclaw } from '../runtime/openclaw.js';
+
+/**
+ * openclaw.json in the install manifest: the runtime rewrites it itself, so doctor
+ * checks the keys we own (the runtime-config check), not a hash.
+ */
+export const RUNTIME_CONFIG_RECORD: RecordOptions = { mode: 0o600, check: 'structure' };
 
 export async function readRuntimeConfig(host: Host): Promise<{ text?: string; config?: RuntimeConfig }> {
   const text = await host.files.read(LAYOUT.runtimeConfig);
@@ -26,7 +34,7 @@ export async function readRuntimeConfig(host: Host): Promise<{ text?: string; co
 
 /** The config this server should have: the existing one with the managed settings put right. */
 export async function desiredFor(
-  ctx: Pick<InstallContext, 'host' | 'answers' | 'profile' | 'components'> & { channel: boolean },
+  ctx: Pick<InstallContext, 'host' | 'profile' | 'components'> & { answers: ManagedSettings['answers']; channel: boolean },
   existing: RuntimeConfig | undefined,
 ): Promise<RuntimeConfig> {
   const os = await readOs(ctx.host.files);
@@ -88,12 +96,13 @@ export const runtimeConfigStep: Step = {
   },
   async apply({ host }, plan) {
     const { content, contentSame } = plan.data as { content: string; contentSame: boolean };
-    await host.files.ensureDir(LAYOUT.runtimeDir, 0o700);
+    await ensureDirRecorded(host, LAYOUT.runtimeDir, 0o700);
     if (contentSame) {
       await host.files.chmod(LAYOUT.runtimeConfig, 0o600);
+      await recordFromDisk(host, { path: LAYOUT.runtimeConfig, options: RUNTIME_CONFIG_RECORD });
       return;
     }
     await validateCandidate(host, content);
-    await host.files.write(LAYOUT.runtimeConfig, content, { mode: 0o600 });
+    await writeRecorded(host, LAYOUT.runtimeConfig, content, RUNTIME_CONFIG_RECORD);
   },
 };

@@ -57,17 +57,18 @@ describe('service-deploy doctor (binary, sandbox)', () => {
     const failed = JSON.parse(String(before.stdout)).checks.filter((r: { status: string }) => r.status === 'fail');
     expect(failed.map((r: { id: string }) => r.id).sort()).toEqual(
       // secrets: the direct vendor provider's key sits in openclaw.json in plain text.
-      ['channel-drop-in', 'channel-env', 'channel-limits', 'config-valid', 'gateway-auth', 'gateway-bind', 'guard-cron', 'nginx', 'nginx-limit-conn', 'providers', 'secrets'].sort(),
+      ['channel-drop-in', 'channel-env', 'channel-limits', 'config-valid', 'files', 'gateway-auth', 'gateway-bind', 'guard-cron', 'nginx', 'nginx-limit-conn', 'providers', 'secrets'].sort(),
     );
     expect(failed.filter((r: { fixable: boolean }) => !r.fixable).map((r: { id: string }) => r.id)).toEqual(['config-valid']);
 
     sb.clearCalls();
     const fixed = await sb.run(['doctor', '--fix', '--json']);
     const out = JSON.parse(String(fixed.stdout));
-    expect(out.fixes.map((f: { id: string; ok: boolean }) => [f.id, f.ok])).toEqual([['cron', true], ['guard', true], ['nginx-site', true], ['channel-limits', true]]);
+    // The files action writes the nginx site (the manifest knows it changed) and restarts nginx; nginx-site then has nothing left to do.
+    expect(out.fixes.map((f: { id: string; ok: boolean }) => [f.id, f.ok])).toEqual([['cron', true], ['guard', true], ['files', true], ['channel-limits', true]]);
     expect(out.checks.filter((r: { status: string }) => r.status !== 'pass').map((r: { id: string; message: string }) => `${r.id}: ${r.message}`)).toEqual([]);
     expect(fixed.exitCode).toBe(0);
-    expect(out.before.filter((r: { status: string }) => r.status === 'fail')).toHaveLength(11);
+    expect(out.before.filter((r: { status: string }) => r.status === 'fail')).toHaveLength(12);
     expect(sb.calls('nft').map((call) => call.args.join(' '))).toContain(`-f ${path.join(sb.root, LAYOUT.channelFirewallRules)}`);
     // One gateway restart (by the guard), one nginx restart.
     const restarts = sb.calls('systemctl').filter((call) => call.args.includes('restart')).map((call) => call.args.join(' '));
@@ -89,7 +90,7 @@ describe('service-deploy doctor (binary, sandbox)', () => {
     sb.clearCalls();
     const fixed = await sb.run(['doctor', 'channel-drop-in', '--fix']);
     expect(fixed.exitCode, String(fixed.stdout)).toBe(0);
-    const calls = sb.calls('systemctl').map((c) => c.args.join(' ')).filter((c) => !/is-active|show/.test(c));
+    const calls = sb.calls('systemctl').map((c) => c.args.join(' ')).filter((c) => !/is-active|is-enabled|show/.test(c));
     expect(calls).toEqual(['--user daemon-reload', `--user restart ${LAYOUT.gatewayUnit}`]);
     expect(fs.readFileSync(`/proc/${sb.gatewayPid()}/environ`, 'utf8')).toContain('SERVICE_TS_HOSTNAME=');
   });

@@ -10,6 +10,7 @@ import { REPO } from '../helpers/binary.js';
 import { cleanupTempDirs } from '../helpers/tmp.js';
 import { E2E_CACHE } from './artifacts.js';
 import { CHANNEL_PORT, GATEWAY_PORT, GATEWAY_UNIT, World, channelPost, log, seconds, timeSplit, type InstallRun } from './harness.js';
+import { runE2eDamages } from './damage.js';
 import { filesWithSecrets, scanWorldReadable } from './secrets.js';
 import { confinementStep } from './confinement.js';
 import { memoryAfterRestore, memoryAndHeartbeat } from './memory.js';
@@ -291,6 +292,10 @@ systemctl restart nginx || true`);
     expect(await c.ok(`test -f /root/.config/systemd/user/${GATEWAY_UNIT}.d/service-env.conf && grep -c 'limit_conn service_cn 3;' /etc/nginx/conf.d/service-channel.conf`)).toBe('1\n');
     const answer = await chat('still there after the repairs?');
     expect(answer.model).toBe(`${PROVIDER}/${NEW_MODEL}`);
+  });
+
+  step('6b. single damages (chmod, chown, truncate, delete, edits, stopped services, a downgrade): doctor names each, --fix repairs the fixable ones', 10 * 60_000, async () => {
+    report.damages = await runE2eDamages(world);
   });
 
   step('7. --reset-clean: backup holds config + workspace; runtime, mesh client, config, workspace gone; restore brings it back', 12 * 60_000, async () => {

@@ -32,7 +32,8 @@ describe('secret redaction', () => {
     const host = createHost({ stderr: (l) => lines.push(l), verbose: true });
     host.redactor.add(SECRET);
     const error = await host.exec
-      .run('sh', ['-c', 'echo "key is $K" >&2; exit 3'], { env: { K: SECRET } })
+      // secretEnv: a child may hold a secret in its environment only when the call says so.
+      .run('sh', ['-c', 'echo "key is $K" >&2; exit 3'], { env: { K: SECRET }, secretEnv: ['K'] })
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(CommandError);
     const message = (error as CommandError).message;
@@ -49,6 +50,7 @@ describe('secret redaction', () => {
     const result = await host.exec.run('sh', ['-c', 'read -r v; [ "$v" = "$EXPECTED" ] && echo same'], {
       input: `${SECRET}\n`,
       env: { EXPECTED: SECRET },
+      secretEnv: ['EXPECTED'],
     });
     expect(result.stdout.trim()).toBe('same');
   });

@@ -54,7 +54,7 @@ describe('install in a sandbox root', () => {
     expect(out.steps.map((s: { id: string }) => s.id)).toEqual([
       'preflight', 'package-lock', 'system-packages', 'node-runtime', 'agent-runtime', 'mesh-client', 'memory',
       'context-engine', 'mcp', 'browser', 'answers', 'channel-env', 'channel-plugin', 'channel-drop-in', 'channel-tls',
-      'channel-nginx', 'channel-limits', 'channel-port', 'runtime-secrets', 'runtime-config', 'gateway-service', 'memory-index', 'guard', 'health',
+      'channel-nginx', 'channel-limits', 'channel-port', 'runtime-secrets', 'runtime-config', 'gateway-service', 'memory-index', 'guard', 'manifest', 'health',
     ]);
     // The channel endpoint is the catalog deploy's (or --channel's) only.
     expect(out.steps.filter((s: { status: string }) => s.status === 'skipped').map((s: { id: string }) => s.id)).toEqual([

@@ -4,7 +4,7 @@ import https from 'node:https';
 import zlib from 'node:zlib';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { budget } from '../helpers/budget.js';
+import { budget, waitUntil } from '../helpers/budget.js';
 import { FIRST_INSTALL, SECRETS, makeSandbox, type Sandbox } from '../helpers/sandbox.js';
 
 const sandboxes: Sandbox[] = [];

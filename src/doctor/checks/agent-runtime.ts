@@ -1,17 +1,53 @@
-import { GLOBAL_MODULES, installedPackageVersion } from '../../runtime/openclaw.js';
+import { Inspector } from '../../host/inspect.js';
+import { LAYOUT } from '../../layout.js';
+import path from 'node:path';
+import { octal, planFile } from '../../pipeline/files.js';
+import { installedFilesProblem } from '../../pipeline/manifest.js';
+import { GLOBAL_MODULES, installedPackageVersion, openclawFiles } from '../../runtime/openclaw.js';
+import { openclawWrapper } from '../../steps/agent-runtime.js';
 import { fail, pass, type Check } from '../types.js';
 
+/**
+ * OpenClaw at the pinned version, and its CLI usable: the package's entry, the npm
+ * link in the runtime's bin folder (executable), and /usr/local/bin/openclaw. A
+ * running gateway keeps answering when the CLI is gone, so health cannot tell.
+ */
 export const agentRuntimeCheck: Check = {
   id: 'agent-runtime',
-  title: 'Agent runtime installed at the pinned version',
-  async run({ host, components }) {
+  title: 'Agent runtime installed at the pinned version, CLI present',
+  async run(ctx) {
+    const { host, components } = ctx;
     const { package: name, version: want } = components.openclaw;
     const have = await installedPackageVersion(host, GLOBAL_MODULES, name);
-    if (have === want) return pass(`OpenClaw ${have}`);
-    return fail(
-      have ? `OpenClaw ${have} is installed, this service-deploy pins ${want}` : 'OpenClaw is not installed',
-      `run \`service-deploy install\`: it installs OpenClaw ${want} and restarts the gateway`,
-      { commands: ['service-deploy install'] },
-    );
+    if (have !== want) {
+      return fail(
+        have ? `OpenClaw ${have} is installed, this service-deploy pins ${want}` : 'OpenClaw is not installed',
+        `run \`service-deploy install\`: it installs OpenClaw ${want} and restarts the gateway`,
+        { commands: ['service-deploy install'] },
+      );
+    }
+    const cli = await installedFilesProblem(host, openclawFiles(name).required, []);
+    if (cli) return fail(`the OpenClaw CLI is broken: ${cli}`, 'run the install again: it reinstalls OpenClaw when a file it runs from is missing or changed', { commands: ['service-deploy install'] });
+    // What `openclaw` runs: the npm link's target (or a plain file), which must be executable.
+    const inspector = new Inspector(host.paths);
+    const bin = await inspector.info(LAYOUT.openclawBin);
+    const runs = bin?.type === 'symlink' ? path.posix.resolve(path.posix.dirname(LAYOUT.openclawBin), bin.target!) : LAYOUT.openclawBin;
+    const target = await inspector.info(runs);
+    if (target && (target.mode & 0o111) === 0) {
+      const byFiles = await ctx.repairedByFiles(runs);
+      return fail(`the OpenClaw CLI ${runs} is not executable (mode ${octal(target.mode)})`, 'give it back its mode (doctor --fix), or run the install again', {
+        commands: byFiles ? ['service-deploy doctor --fix'] : [`chmod 755 ${runs}`],
+        ...(byFiles ? { action: 'files' as const } : {}),
+      });
+    }
+    const wrapper = await planFile(host, openclawWrapper());
+    if (wrapper) {
+      const byFiles = await ctx.repairedByFiles(LAYOUT.openclawWrapper);
+      return fail(`${wrapper.summary}: \`openclaw ...\` on the command line does not run the pinned runtime`, 'write the wrapper again (doctor --fix or the install)', {
+        commands: byFiles ? ['service-deploy doctor --fix'] : ['service-deploy install'],
+        ...(byFiles ? { action: 'files' as const } : {}),
+      });
+    }
+    return pass(`OpenClaw ${have}; CLI ${LAYOUT.openclawWrapper} -> ${LAYOUT.openclawBin}`);
   },
 };

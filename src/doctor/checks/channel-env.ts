@@ -1,3 +1,4 @@
+import { Inspector } from '../../host/inspect.js';
 import { LAYOUT } from '../../layout.js';
 import { octal } from '../../pipeline/files.js';
 import { fail, pass, skip, type Check } from '../types.js';
@@ -19,6 +20,12 @@ export const channelEnvCheck: Check = {
     if (missing.length > 0) {
       return fail(`${LAYOUT.channelEnv} lacks ${missing.join(', ')}: every chat call fails with 503 "misconfigured"`, 're-run the catalog deploy from the portal, or the install with --channel', { commands: [REINSTALL] });
     }
+    const link = await new Inspector(ctx.host.paths).info(LAYOUT.channelEnv);
+    if (link?.type === 'symlink') {
+      return fail(`${LAYOUT.channelEnv} is a symbolic link to ${link.target}: the secrets are wherever it points`, 'put the real file back (the install keeps the secrets it finds): remove the link and restore channel.env from the last backup, or re-run the catalog deploy', {
+        commands: [`rm ${LAYOUT.channelEnv}`, REINSTALL],
+      });
+    }
     const info = await ctx.host.files.stat(LAYOUT.channelEnv);
     if (info && info.mode !== 0o600) {
       return fail(`${LAYOUT.channelEnv} is mode ${octal(info.mode)}: the channel token and knock are readable by other users`, 'make it root-only (0600); the guard does this too', {
@@ -27,7 +34,11 @@ export const channelEnvCheck: Check = {
       });
     }
     if (info && process.getuid?.() === 0 && info.uid !== 0) {
-      return fail(`${LAYOUT.channelEnv} is owned by uid ${info.uid}, not root`, 'give it back to root', { commands: [`chown root:root ${LAYOUT.channelEnv}`] });
+      const byFiles = await ctx.repairedByFiles(LAYOUT.channelEnv);
+      return fail(`${LAYOUT.channelEnv} is owned by uid ${info.uid}, not root: that user can read the channel token and knock`, 'give it back to root', {
+        commands: byFiles ? ['service-deploy doctor --fix'] : [`chown root:root ${LAYOUT.channelEnv}`],
+        ...(byFiles ? { action: 'files' as const } : {}),
+      });
     }
     return pass(`0600, ${CHANNEL_VARIABLES.join(', ')} set`);
   },

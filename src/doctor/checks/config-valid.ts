@@ -7,7 +7,13 @@ export const configValidCheck: Check = {
   title: "Runtime config passes the runtime's own validation",
   async run(ctx) {
     const { host } = ctx;
-    if (!(await host.files.exists(LAYOUT.runtimeConfig))) return fail(`${LAYOUT.runtimeConfig} is missing`, 'run `service-deploy install`', { commands: ['service-deploy install'] });
+    if (!(await host.files.exists(LAYOUT.runtimeConfig))) {
+      const answers = await ctx.answers();
+      return fail(`${LAYOUT.runtimeConfig} is missing`, answers ? 'write it again from the stored answers (doctor --fix), or run the install' : 'run `service-deploy install`', {
+        commands: answers ? ['service-deploy doctor --fix', 'service-deploy install'] : ['service-deploy install'],
+        ...(answers ? { action: 'runtime-config' as const } : {}),
+      });
+    }
     if (!(await host.files.exists(LAYOUT.openclawBin))) return skip('OpenClaw is not installed (see agent-runtime)');
     const result = await openclaw(host, ['config', 'validate', '--json'], { allowFailure: true, timeoutMs: 60_000 });
     if (result.exitCode === 0) return pass('openclaw config validate: valid');

@@ -11,15 +11,28 @@ export const gatewayServiceCheck: Check = {
   title: 'Gateway user service active',
   async run(ctx) {
     const { host } = ctx;
-    const [active, linger, unit] = await Promise.all([
+    const [active, linger, unit, enabled] = await Promise.all([
       ctx.gatewayActive(),
       host.files.exists(LAYOUT.lingerFile),
       host.files.exists(LAYOUT.gatewayUnitFile),
+      host.services.isEnabled('user', LAYOUT.gatewayUnit),
     ]);
-    if (!unit) return fail(`${LAYOUT.gatewayUnitFile} is missing`, 'run `service-deploy install` to write the unit again', { commands: ['service-deploy install'] });
+    if (!unit) {
+      const byFiles = await ctx.repairedByFiles(LAYOUT.gatewayUnitFile);
+      return fail(`${LAYOUT.gatewayUnitFile} is missing: the gateway does not start again after a stop or a reboot`, 'write the unit again (doctor --fix or the install), reload the user units and restart the gateway', {
+        commands: byFiles ? ['service-deploy doctor --fix'] : ['service-deploy install'],
+        ...(byFiles ? { action: 'files' as const } : {}),
+      });
+    }
     if (!active) {
       return fail(`${LAYOUT.gatewayUnit} (root's user service) is not active`, 'start it (service-deploy gateway restart); if it stops again, read its log (service-deploy gateway logs)', {
         commands: ['service-deploy gateway restart', ...RESTART_COMMANDS],
+        action: 'gateway-restart',
+      });
+    }
+    if (!enabled) {
+      return fail(`${LAYOUT.gatewayUnit} is not enabled: it does not start when root's user manager starts (at boot)`, 'enable it', {
+        commands: [`XDG_RUNTIME_DIR=/run/user/0 systemctl --user enable ${LAYOUT.gatewayUnit}`],
         action: 'gateway-restart',
       });
     }

@@ -1,6 +1,6 @@
 import { LAYOUT } from '../../layout.js';
 import { guardCron, guardScript } from '../../steps/guard.js';
-import { planFile } from '../../pipeline/files.js';
+import { octal, planFile } from '../../pipeline/files.js';
 import type { Host } from '../../host/index.js';
 import { fail, pass, warn, type Check } from '../types.js';
 
@@ -34,12 +34,13 @@ export const guardCronCheck: Check = {
     const { host } = ctx;
     const answers = await ctx.answers();
     if (!answers) return fail(`no stored answers (${LAYOUT.answersFile})`, 'run `service-deploy install`', { commands: ['service-deploy install'] });
-    const [cron, script, binary, last, cronInfo] = await Promise.all([
+    const [cron, script, binary, last, cronInfo, cronActive] = await Promise.all([
       planFile(host, guardCron(answers.meshHostname)),
       planFile(host, guardScript()),
       host.files.stat(LAYOUT.binary),
       lastGuardRun(host),
       host.files.stat(LAYOUT.guardCron),
+      host.services.isActive('system', 'cron'),
     ]);
     const wrong = [cron, script].filter((c) => c !== undefined).map((c) => c!.summary);
     if (wrong.length > 0) {
@@ -48,7 +49,17 @@ export const guardCronCheck: Check = {
         action: 'cron',
       });
     }
-    if (!binary) return fail(`${LAYOUT.binary} is missing: the guard script has nothing to run`, 'run the install again (it copies this binary there)', { commands: ['service-deploy install'] });
+    if (!binary || (binary.mode & 0o111) === 0) {
+      const byFiles = await ctx.repairedByFiles(LAYOUT.binary);
+      const reinstall = `curl -fsSL ${ctx.profile.setupUrl}/install.sh | sudo bash`;
+      return fail(`${LAYOUT.binary} is ${binary ? `not executable (mode ${octal(binary.mode)})` : 'missing'}: the guard script has nothing to run`, byFiles ? 'put it back (doctor --fix: this binary is the recorded one)' : 'install it again with install.sh (it checks the download)', {
+        commands: byFiles ? ['service-deploy doctor --fix'] : binary ? [`chmod 755 ${LAYOUT.binary}`] : [reinstall],
+        ...(byFiles ? { action: 'files' as const } : {}),
+      });
+    }
+    if (!cronActive) {
+      return fail('cron is not running: the hourly guard never runs', 'start cron and enable it at boot', { commands: ['systemctl enable --now cron'], action: 'cron' });
+    }
     const now = host.now().getTime();
     if (!last) {
       const age = cronInfo ? now - cronInfo.mtimeMs : 0;

@@ -1,4 +1,5 @@
 import { CHANNEL_PORT, LAYOUT } from '../../layout.js';
+import { siteFromEnv } from '../own-files.js';
 import { NOT_CONFIGURED } from './channel-env.js';
 import { fail, pass, skip, type Check } from '../types.js';
 
@@ -21,6 +22,14 @@ export const nginxCheck: Check = {
     const output = host.redactor.redact(`${test.stdout}${test.stderr}`.trim());
     if (test.exitCode !== 0) {
       const emerg = output.split('\n').filter((l) => /\[(emerg|alert|crit|error)\]/.test(l)).join(' ') || output.split('\n').slice(-3).join(' ');
+      // Writing our site again helps only when our site is what differs.
+      const site = siteFromEnv((await ctx.channelEnv()) ?? {});
+      const ours = site !== undefined && (await host.files.read(LAYOUT.nginxSite)) === site;
+      if (ours) {
+        return fail(`nginx -t fails: ${emerg}`, `our site is as the install writes it: the fault is in what it loads (the channel certificate and key, see tls-cert) or another nginx file`, {
+          commands: ['nginx -t', 'service-deploy install --channel'],
+        });
+      }
       return fail(`nginx -t fails: ${emerg}`, 'write our site again from channel.env, check it with nginx -t and restart nginx', {
         commands: ['service-deploy doctor --fix', 'nginx -t', 'systemctl restart nginx'],
         action: 'nginx-site',

@@ -11,7 +11,14 @@ export async function routingDrift(ctx: DoctorContext): Promise<Restoration[] | 
       commands: ['service-deploy install'],
     });
   }
-  if (!config) return fail(problem ?? `${LAYOUT.runtimeConfig} is unreadable`, 'run `service-deploy install` to write the runtime config', { commands: ['service-deploy install'] });
+  if (!config) {
+    // Missing: doctor --fix writes it again from the stored answers; unreadable: a person decides.
+    const missing = !(await ctx.host.files.exists(LAYOUT.runtimeConfig));
+    return fail(problem ?? `${LAYOUT.runtimeConfig} is unreadable`, missing ? 'write the runtime config again (doctor --fix or the install)' : 'restore it from the last backup, or move it aside and run the install', {
+      commands: missing ? ['service-deploy doctor --fix', 'service-deploy install'] : [`mv ${LAYOUT.runtimeConfig} ${LAYOUT.runtimeConfig}.broken`, 'service-deploy install'],
+      ...(missing ? { action: 'runtime-config' as const } : {}),
+    });
+  }
   return enforceRouting(config, answers, ctx.profile).restorations;
 }
 

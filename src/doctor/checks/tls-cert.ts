@@ -1,4 +1,5 @@
-import { X509Certificate } from 'node:crypto';
+import { X509Certificate, createPrivateKey } from 'node:crypto';
+import { Inspector } from '../../host/inspect.js';
 import { LAYOUT } from '../../layout.js';
 import { TLS_KEY_BITS, TLS_MIN_PERIOD_DAYS, TLS_RENEW_BEFORE_DAYS, isSelfSigned } from '../../channel/tls.js';
 import { octal } from '../../pipeline/files.js';
@@ -11,13 +12,18 @@ const RENEW_FIX = 're-run the install with --channel: it makes a new self-signed
 
 export const tlsCertCheck: Check = {
   id: 'tls-cert',
-  title: 'Channel TLS certificate valid',
+  title: 'Channel TLS certificate valid, key matches, key root-only',
   async run(ctx) {
     const { host } = ctx;
     if (!(await ctx.channelConfigured())) return skip(NOT_CONFIGURED);
-    const [pem, keyInfo] = await Promise.all([host.files.read(LAYOUT.tlsCert), host.files.stat(LAYOUT.tlsKey)]);
+    const [pem, keyInfo, keyPem] = await Promise.all([host.files.read(LAYOUT.tlsCert), host.files.stat(LAYOUT.tlsKey), host.files.read(LAYOUT.tlsKey)]);
     if (pem === undefined) return fail(`${LAYOUT.tlsCert} is missing: nginx cannot serve the channel`, RENEW_FIX, { commands: [RENEW] });
     if (!keyInfo) return fail(`${LAYOUT.tlsKey} is missing: nginx cannot serve the channel`, RENEW_FIX, { commands: [RENEW] });
+    const inspector = new Inspector(host.paths);
+    for (const p of [LAYOUT.tlsKey, LAYOUT.tlsCert]) {
+      const info = await inspector.info(p);
+      if (info?.type === 'symlink') return fail(`${p} is a symbolic link to ${info.target}, not the file the install made`, RENEW_FIX, { commands: [`rm ${p}`, RENEW] });
+    }
     let cert: X509Certificate;
     try {
       cert = new X509Certificate(pem);
@@ -28,7 +34,21 @@ export const tlsCertCheck: Check = {
     const daysLeft = Math.floor((new Date(cert.validTo).getTime() - now) / DAY_MS);
     if (new Date(cert.validFrom).getTime() > now) return fail(`the certificate is not valid before ${cert.validFrom} (check the server clock)`, 'fix the clock (timedatectl), or make a new certificate', { commands: ['timedatectl', RENEW] });
     if (daysLeft < 0) return fail(`the certificate expired ${cert.validTo}: the portal's calls fail TLS`, RENEW_FIX, { commands: [RENEW] });
-    if (keyInfo.mode !== 0o600) return fail(`${LAYOUT.tlsKey} is mode ${octal(keyInfo.mode)}: the private key is readable by other users`, 'make it root-only', { commands: [`chmod 600 ${LAYOUT.tlsKey}`] });
+    let matches = false;
+    try {
+      matches = cert.checkPrivateKey(createPrivateKey(keyPem ?? ''));
+    } catch {
+      // not a readable key: reported below
+    }
+    if (!matches) return fail(`${LAYOUT.tlsKey} is not the private key of ${LAYOUT.tlsCert}: nginx cannot serve the channel`, RENEW_FIX, { commands: [RENEW] });
+    if (keyInfo.mode !== 0o600 || (process.getuid?.() === 0 && keyInfo.uid !== 0)) {
+      const byFiles = await ctx.repairedByFiles(LAYOUT.tlsKey);
+      const what = keyInfo.mode !== 0o600 ? `mode ${octal(keyInfo.mode)}` : `owned by uid ${keyInfo.uid}`;
+      return fail(`${LAYOUT.tlsKey} is ${what}: the private key is open to other users`, 'make it root-only (0600, root)', {
+        commands: byFiles ? ['service-deploy doctor --fix'] : [`chmod 600 ${LAYOUT.tlsKey}`, `chown root:root ${LAYOUT.tlsKey}`],
+        ...(byFiles ? { action: 'files' as const } : {}),
+      });
+    }
     const bits = cert.publicKey.asymmetricKeyDetails?.modulusLength;
     if (cert.publicKey.asymmetricKeyType !== 'rsa' || bits !== TLS_KEY_BITS) {
       return warn(`the certificate key is ${cert.publicKey.asymmetricKeyType} ${bits ?? '?'}, the spec asks for RSA ${TLS_KEY_BITS}`, RENEW_FIX, { commands: [RENEW] });

@@ -4,6 +4,8 @@
 # STANDIN_HANG_AT=N: the Nth call (counting from 1) writes $STANDIN_STATE/hanging and
 # sleeps, so a test can kill the install at that point.
 # STANDIN_HANG_ON="<command> <first argument>": the first such call hangs the same way.
+# Every call also leaves its whole environment in $STANDIN_STATE/environ/<name>.<pid>
+# (`export -p`, a shell builtin), so a test can prove no secret reached a child.
 # Calls run concurrently (the install's checks start together), so the count and the
 # "first" are decided under a lock.
 standin_record() {
@@ -11,6 +13,10 @@ standin_record() {
   # One write per call (O_APPEND), so calls made at the same moment never interleave.
   record="$(printf '%s' "$name"; for a in "$@"; do printf '\037%s' "$a"; done)"
   printf '%s\n' "$record" >>"$STANDIN_LOG"
+  if [ -n "${STANDIN_STATE:-}" ]; then
+    [ -d "$STANDIN_STATE/environ" ] || mkdir -p "$STANDIN_STATE/environ"
+    export -p >"$STANDIN_STATE/environ/$name.$$"
+  fi
   if [ -n "${STANDIN_HANG_AT:-}${STANDIN_HANG_ON:-}" ]; then
     hang=""
     exec 9>>"$STANDIN_STATE/.hang.lock"
