@@ -27,7 +27,7 @@ const BUDGET_MS = Number(process.env.E2E_BUDGET_MS ?? 30 * 60_000);
 const ALL_SUITES = ['bullseye', 'bookworm', 'trixie'];
 const ALL_SCENARIOS = ['server', 'cloud-init', 'fleet'];
 const TOOLS = { debootstrap: 'debootstrap', 'systemd-nspawn': 'systemd-container', gpg: 'gnupg', 'dpkg-deb': 'dpkg', nsenter: 'util-linux', ss: 'iproute2', ip: 'iproute2', openssl: 'openssl' };
-const FLEET_TOOLS = { 'ansible-playbook': 'ansible', ssh: 'openssh-client', 'ssh-keygen': 'openssh-client' };
+const FLEET_TOOLS = { 'ansible-playbook': 'ansible-core', 'ansible-vault': 'ansible-core', 'ansible-lint': 'ansible-lint', ssh: 'openssh-client', 'ssh-keygen': 'openssh-client' };
 
 const say = (line) => process.stdout.write(`[e2e] ${line}\n`);
 function skip(reason) {

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cleanupTempDirs, tempDir } from '../helpers/tmp.js';
 import { E2E_CACHE } from './artifacts.js';
 import { ANSWERS_FILE, HELD_MARK, MIN_HOLD_S, RELEASED_MARK, RESULT_FILE, cloudInitFiles, lockHolderDeb, userDataForE2e } from './cloud-init.js';
-import { BASE_PACKAGES, type Suite } from './container.js';
+import type { Suite } from './container.js';
 import { GATEWAY_PORT, World, log, parseJson, seconds } from './harness.js';
 import { filesWithSecrets, scanWorldReadable } from './secrets.js';
 
@@ -21,7 +21,8 @@ const scratch = tempDir('sd-e2e-cloud-');
 const world = new World({
   suite: SUITE,
   hostname: HOSTNAME,
-  packages: [...BASE_PACKAGES, 'cloud-init'],
+  // What a cloud image has: cloud-init, sshd (cloud-init makes its host keys) and iproute2 (it prints the network).
+  extraPackages: ['cloud-init', 'openssh-server', 'iproute2'],
   // The boot's start-up includes cloud-init's final stage, which runs the whole deploy.
   waitFor: 'manager',
 });

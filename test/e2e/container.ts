@@ -42,6 +42,8 @@ export interface RootfsSpec {
   suite: Suite;
   /** Packages on top of debootstrap's minbase (default BASE_PACKAGES). */
   packages?: readonly string[];
+  /** Packages apt-get installs on top of that (cloud-init, openssh-server): a tarball of its own. */
+  extra?: readonly string[];
 }
 
 const BASE_ENV = {
@@ -92,15 +94,41 @@ export function hostDebianMirror(): string | undefined {
 }
 
 /**
- * The cached root tarball for a suite and package list, made with debootstrap when
- * missing (about a minute). Concurrent runs needing the same one build it once: the
- * others wait for the builder (a lock directory holding its pid).
+ * The cached root tarball for a suite and package list, made when missing: debootstrap
+ * (minbase + `packages`, about a minute), then, for `extra`, apt-get install on top of that
+ * base in a plain (not booted) systemd-nspawn, which resolves dependencies better than
+ * debootstrap's --include (trixie's cloud-init fails there). Concurrent runs needing the
+ * same tarball build it once: the others wait for the builder (a lock directory holding its pid).
  */
 export async function ensureRootfs(spec: RootfsSpec, log: (line: string) => void): Promise<{ tarball: string; cached: boolean; ms: number }> {
+  const started = Date.now();
   const packages = [...(spec.packages ?? BASE_PACKAGES)];
-  const key = createHash('sha256').update(JSON.stringify({ suite: spec.suite, variant: 'minbase', arch: process.arch, packages })).digest('hex').slice(0, 16);
+  const baseKey = createHash('sha256').update(JSON.stringify({ suite: spec.suite, variant: 'minbase', arch: process.arch, packages })).digest('hex').slice(0, 16);
+  const base = path.join(E2E_CACHE, `rootfs-${spec.suite}-${baseKey}.tar`);
+  const baseMade = await buildOnce(base, async (build) => {
+    const mirror = hostDebianMirror();
+    log(`debootstrap ${spec.suite} (minbase + ${packages.length} packages) into the cache; this happens once per suite and package list`);
+    const args = ['--variant=minbase', `--include=${packages.join(',')}`, spec.suite, build, ...(mirror ? [mirror] : [])];
+    const result = await execa('debootstrap', args, { reject: false, timeout: 15 * 60_000, all: true });
+    if (result.exitCode !== 0) throw new Error(`debootstrap ${spec.suite} failed (exit ${result.exitCode}):\n${String(result.all).slice(-3000)}`);
+  });
+  if (!spec.extra?.length) return { tarball: base, cached: !baseMade, ms: baseMade ? Date.now() - started : 0 };
+  const extra = [...spec.extra];
+  const key = createHash('sha256').update(JSON.stringify({ base: baseKey, extra })).digest('hex').slice(0, 16);
   const tarball = path.join(E2E_CACHE, `rootfs-${spec.suite}-${key}.tar`);
-  if (fs.existsSync(tarball)) return { tarball, cached: true, ms: 0 };
+  const made = await buildOnce(tarball, async (build) => {
+    log(`${spec.suite}: apt-get install ${extra.join(' ')} on the cached base`);
+    await execa('tar', ['-C', build, '--numeric-owner', '-xf', base], { timeout: 10 * 60_000 });
+    const script = `set -e; export DEBIAN_FRONTEND=noninteractive; apt-get update -qq; apt-get install -y -qq --no-install-recommends ${extra.join(' ')} >/dev/null; apt-get clean; rm -rf /var/lib/apt/lists/*`;
+    const result = await execa('systemd-nspawn', ['-q', '--register=no', '--keep-unit', '--pipe', '-D', build, '/bin/sh', '-c', script], { reject: false, timeout: 15 * 60_000, all: true });
+    if (result.exitCode !== 0) throw new Error(`apt-get install ${extra.join(' ')} on ${spec.suite} failed (exit ${result.exitCode}):\n${String(result.all).slice(-3000)}`);
+  });
+  return { tarball, cached: !made && !baseMade, ms: made || baseMade ? Date.now() - started : 0 };
+}
+
+/** Makes `tarball` with `fill(dir)` unless it exists (true if this call made it), once across concurrent runs. */
+async function buildOnce(tarball: string, fill: (dir: string) => Promise<void>): Promise<boolean> {
+  if (fs.existsSync(tarball)) return false;
   const started = Date.now();
   fs.mkdirSync(E2E_CACHE, { recursive: true });
   const lock = `${tarball}.lock`;
@@ -115,30 +143,27 @@ export async function ensureRootfs(spec: RootfsSpec, log: (line: string) => void
       else if (!holder && Date.now() - statMtime(lock) > 60_000) fs.rmSync(lock, { recursive: true, force: true });
       else {
         await sleep(1000);
-        if (fs.existsSync(tarball)) return { tarball, cached: false, ms: Date.now() - started };
+        if (fs.existsSync(tarball)) return true;
         if (Date.now() - started > 20 * 60_000) throw new Error(`waited 20 minutes for another run building ${path.basename(tarball)} (pid ${holder})`);
       }
     }
   }
-  const build = path.join(E2E_CACHE, `rootfs-build-${process.pid}-${key}`);
+  const build = `${tarball}.build-${process.pid}`;
   try {
-    if (fs.existsSync(tarball)) return { tarball, cached: true, ms: 0 };
+    if (fs.existsSync(tarball)) return false;
     fs.rmSync(build, { recursive: true, force: true });
-    const mirror = hostDebianMirror();
-    log(`debootstrap ${spec.suite} (minbase + ${packages.length} packages) into the cache; this happens once per suite and package list`);
-    const args = ['--variant=minbase', `--include=${packages.join(',')}`, spec.suite, build, ...(mirror ? [mirror] : [])];
-    const result = await execa('debootstrap', args, { reject: false, timeout: 15 * 60_000, all: true });
-    if (result.exitCode !== 0) throw new Error(`debootstrap ${spec.suite} failed (exit ${result.exitCode}):\n${String(result.all).slice(-3000)}`);
+    fs.mkdirSync(build);
+    await fill(build);
     // Per-run identity is set at boot; the cache holds no machine id of its own.
     fs.writeFileSync(path.join(build, 'etc', 'machine-id'), '');
     const partial = `${tarball}.partial-${process.pid}`;
     await execa('tar', ['-C', build, '--numeric-owner', '-cf', partial, '.'], { timeout: 10 * 60_000 });
     fs.renameSync(partial, tarball);
+    return true;
   } finally {
     fs.rmSync(build, { recursive: true, force: true });
     fs.rmSync(lock, { recursive: true, force: true });
   }
-  return { tarball, cached: false, ms: Date.now() - started };
 }
 
 function statMtime(p: string): number {

@@ -41,8 +41,8 @@ export interface WorldOptions {
   /** Debian suite of the container (default: E2E_SUITE, else bookworm). */
   suite?: Suite;
   hostname?: string;
-  /** Root packages (default: BASE_PACKAGES). */
-  packages?: readonly string[];
+  /** Packages apt-get installs on the cached base root (cloud-init, openssh-server). */
+  extraPackages?: readonly string[];
   /** Share the host's network instead of a namespace of its own (one run at a time: fixed ports). */
   hostNetwork?: boolean;
   /** Extra files placed before boot. */
@@ -112,6 +112,8 @@ export class Stage {
       SERVICE_MESH_APT_URL: `${this.apt.url}/tailscale/ubuntu`,
       SERVICE_AI_GATEWAY_URL: ai.url,
       SERVICE_MCP_URL: mcp.url,
+      // The machine's extra CAs (see containerFiles) for npm, the way Node gets them on this host.
+      ...(this.containerFiles().nodeExtraCa ? { NODE_EXTRA_CA_CERTS: '/etc/ssl/certs/ca-certificates.crt' } : {}),
     };
   }
 
@@ -170,7 +172,7 @@ export interface BootedServer {
 
 export async function bootServer(stage: Stage, options: WorldOptions & { files: ContainerFile[]; forwardUrls: string[] }): Promise<BootedServer> {
   const suite = options.suite ?? stage.suite;
-  const rootfs = await ensureRootfs({ suite, packages: options.packages }, log);
+  const rootfs = await ensureRootfs({ suite, extra: options.extraPackages }, log);
   log(rootfs.cached ? `root filesystem from cache: ${path.basename(rootfs.tarball)}` : `root filesystem made in ${seconds(rootfs.ms)} (cached now)`);
   const binds: Array<[string, string]> = [];
   if (options.downloadCaches ?? process.env.E2E_DOWNLOAD_CACHE !== '0') {
@@ -293,7 +295,6 @@ export class World {
     };
     const common = this.stage.containerFiles();
     if (common.nodeExtraCa) {
-      sources.NODE_EXTRA_CA_CERTS = '/etc/ssl/certs/ca-certificates.crt';
       this.notes.push(`the machine's extra CA certificates (${common.extraCas} in /usr/local/share/ca-certificates) are trusted in the container too`);
     }
     const downloadCaches = this.options.downloadCaches ?? process.env.E2E_DOWNLOAD_CACHE !== '0';
@@ -333,8 +334,27 @@ export class World {
     return this.server.net?.address ?? '127.0.0.1';
   }
 
+  /** What this suite stands in for (docs/e2e.md): the versions of the parts the deployment depends on. */
+  async platform(): Promise<string> {
+    const r = await this.container.sh(
+      `. /etc/os-release; printf '%s: ' "$PRETTY_NAME"
+printf 'nginx %s, ' "$(nginx -v 2>&1 | sed -n 's|.*nginx/||p')"
+printf 'OpenSSL %s, ' "$(openssl version | cut -d' ' -f2)"
+printf 'systemd %s, ' "$(systemctl --version | sed -n '1s/^systemd \\([0-9]*\\).*/\\1/p')"
+printf 'glibc %s, ' "$(ldd --version | sed -n '1s/.* //p')"
+printf 'apt %s, ' "$(apt-get --version | sed -n '1s/^apt \\([^ ]*\\).*/\\1/p')"
+printf 'Python %s' "$(python3 -c 'import platform; print(platform.python_version())' 2>/dev/null || echo none)"`,
+      { timeoutMs: 30_000 },
+    );
+    return r.stdout.trim();
+  }
+
   async close(): Promise<void> {
     this.argv.stop();
+    if (this.container?.initPid) {
+      const platform = await this.platform().catch(() => '');
+      if (platform) this.notes.push(`platform: ${platform}`);
+    }
     const keep = process.env.E2E_KEEP === '1';
     for (const { name, close } of this.closers.reverse()) {
       if (keep && name === 'container') {
