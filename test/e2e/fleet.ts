@@ -77,7 +77,10 @@ export class Fleet {
     const hex = (n: number) => randomBytes(n).toString('hex');
     this.secrets = { apiKey: `pkt_e2e_${hex(16)}`, meshAuthKey: `tskey-auth-e2e${hex(12)}`, vaultPassword: hex(24) };
     for (let i = 1; i <= size; i++) this.secrets[`mcpToken${i}`] = `mcp_e2e_${hex(16)}`;
-    this.argv = new ArgvWatch(() => this.secrets);
+    this.argv = new ArgvWatch(
+      () => this.secrets,
+      () => [process.pid, ...this.hosts.map((h) => h.server.container.initPid)],
+    );
     this.dir = path.join(this.stage.work, 'control');
   }
 

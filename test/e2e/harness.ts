@@ -250,7 +250,10 @@ export class World {
       meshAuthKey: `tskey-auth-e2e${hex(12)}`,
       mcpToken: `mcp_e2e_${hex(16)}`,
     };
-    this.argv = new ArgvWatch(() => this.secrets);
+    this.argv = new ArgvWatch(
+      () => this.secrets,
+      () => [process.pid, this.container?.initPid ?? 0],
+    );
   }
 
   /** The run's work folder (removed by close()). */
