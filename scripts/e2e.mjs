@@ -17,11 +17,13 @@ import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const cache = path.join(repo, '.cache', 'e2e');
+// E2E_CACHE_DIR: another cache folder (roots, download caches, reports); an empty one
+// measures a cold CI machine. The run lock stays in .cache/e2e: one run per machine.
+const cache = process.env.E2E_CACHE_DIR ? path.resolve(process.env.E2E_CACHE_DIR) : path.join(repo, '.cache', 'e2e');
 const runningDir = path.join(cache, 'running');
 const legacyRunningFile = path.join(cache, 'running.json');
-const slotsDir = path.join(cache, 'net');
-const lockDir = path.join(cache, 'run.lock');
+const slotsDir = path.join(repo, '.cache', 'e2e', 'net');
+const lockDir = path.join(repo, '.cache', 'e2e', 'run.lock');
 const arch = process.arch === 'arm64' ? 'arm64' : 'x64';
 const BUDGET_MS = Number(process.env.E2E_BUDGET_MS ?? 30 * 60_000);
 const ALL_SUITES = ['bullseye', 'bookworm', 'trixie'];
@@ -79,6 +81,7 @@ if (missing.length > 0) {
 
 // --- one run at a time on this machine (it is shared; the runs are heavy)
 fs.mkdirSync(cache, { recursive: true });
+fs.mkdirSync(path.dirname(lockDir), { recursive: true });
 const alive = (pid) => {
   try {
     process.kill(pid, 0);

@@ -8,7 +8,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { REPO } from '../helpers/binary.js';
 
-export const E2E_CACHE = path.join(REPO, '.cache', 'e2e');
+// E2E_CACHE_DIR: another cache folder (an empty one measures a cold CI machine).
+export const E2E_CACHE = process.env.E2E_CACHE_DIR ? path.resolve(process.env.E2E_CACHE_DIR) : path.join(REPO, '.cache', 'e2e');
 const FIXTURES = path.join(REPO, 'test', 'e2e', 'fixtures');
 const components = JSON.parse(fs.readFileSync(path.join(REPO, 'templates', 'components.json'), 'utf8'));
 export const NODE_VERSION: string = components.node.version;

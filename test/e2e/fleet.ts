@@ -243,5 +243,5 @@ export class Fleet {
   }
 }
 
-/** A server as a partner's fleet has it: sshd and Python (what Ansible needs) on the base. */
-export const FLEET_PACKAGES = ['openssh-server', 'python3'];
+/** A server as a partner's fleet has it: sshd, Python and sudo (what Ansible needs; the playbooks use become) on the base. */
+export const FLEET_PACKAGES = ['openssh-server', 'python3', 'sudo'];

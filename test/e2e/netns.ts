@@ -13,9 +13,10 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { E2E_CACHE } from './artifacts.js';
+import { REPO } from '../helpers/binary.js';
 
-export const SLOTS_DIR = path.join(E2E_CACHE, 'net');
+/** Machine-wide (not under E2E_CACHE_DIR): every run on this machine claims its slots here. */
+export const SLOTS_DIR = path.join(REPO, '.cache', 'e2e', 'net');
 const BASE = (198 << 24) | (18 << 16); // 198.18.0.0
 const SLOT_SIZE = 16;
 const MAX_SLOTS = (1 << 17) / SLOT_SIZE; // 198.18.0.0/15 has 131072 addresses
