@@ -122,6 +122,26 @@ const cmdline = (pid) => {
   }
 };
 
+/** This run's id: the jobs' harnesses write it into their container and network records. */
+const runId = `${process.pid}-${Date.now()}`;
+
+/**
+ * A harness of this run still alive after its job ended (its vitest was stopped by a
+ * signal and the worker is going down, or lingers): waits 15 s, then ends it (we started it).
+ */
+function endOwnHarness(record) {
+  if (record.runId !== runId || !record.harnessPid || record.harnessPid === process.pid) return;
+  const until = Date.now() + 15_000;
+  while (alive(record.harnessPid) && Date.now() < until) spawnSync('sleep', ['0.5']);
+  if (alive(record.harnessPid)) {
+    say(`ending this run's harness pid ${record.harnessPid} (its job is over)`);
+    try {
+      process.kill(record.harnessPid, 'SIGKILL');
+    } catch {}
+    spawnSync('sleep', ['0.5']);
+  }
+}
+
 /** Stops containers a killed run left behind (only the systemd-nspawn it started, by pid and root) and frees its networks. */
 function cleanLeftovers() {
   const records = [];
@@ -133,6 +153,7 @@ function cleanLeftovers() {
     }
   }
   for (const state of records) {
+    endOwnHarness(state);
     // We hold the run lock: whoever wrote this is gone, unless its harness still lives.
     if (state.harnessPid && state.harnessPid !== process.pid && alive(state.harnessPid)) continue;
     if (state.nspawnPid && cmdline(state.nspawnPid).includes('systemd-nspawn') && cmdline(state.nspawnPid).includes(state.root)) {
@@ -164,6 +185,7 @@ function cleanLeftovers() {
       } catch {
         continue;
       }
+      endOwnHarness({ runId: slot.runId, harnessPid: slot.pid });
       if (slot.pid && alive(slot.pid)) continue;
       if (/^sde\d+$/.test(slot.hostIf ?? '')) spawnSync('ip', ['link', 'del', slot.hostIf], { stdio: 'ignore' });
       if (/^sd-e2e-\d+$/.test(slot.netns ?? '') && fs.existsSync(`/run/netns/${slot.netns}`)) spawnSync('ip', ['netns', 'del', slot.netns], { stdio: 'ignore' });
@@ -178,7 +200,7 @@ function runJob(job, env) {
     const started = Date.now();
     const child = spawn(path.join(repo, 'node_modules', '.bin', 'vitest'), ['run', '--config', 'test/e2e/vitest.config.ts', job.file], {
       cwd: repo,
-      env: { ...env, NO_COLOR: '1', FORCE_COLOR: '0', ...job.env },
+      env: { ...env, NO_COLOR: '1', FORCE_COLOR: '0', E2E_RUN_ID: runId, ...job.env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     children.add(child);

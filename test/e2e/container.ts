@@ -221,7 +221,7 @@ export class Container {
 
   private record(): void {
     fs.mkdirSync(RUNNING_DIR, { recursive: true });
-    fs.writeFileSync(this.runningFile, JSON.stringify({ nspawnPid: this.nspawnPid, initPid: this.initPid || undefined, root: this.root, harnessPid: process.pid }) + '\n');
+    fs.writeFileSync(this.runningFile, JSON.stringify({ nspawnPid: this.nspawnPid, initPid: this.initPid || undefined, root: this.root, harnessPid: process.pid, runId: process.env.E2E_RUN_ID }) + '\n');
   }
 
   /** Unpacks a fresh copy of the root, places the files and boots it; waits for systemd. */

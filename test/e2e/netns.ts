@@ -44,6 +44,8 @@ export interface SlotRecord {
   pid: number;
   netns: string;
   hostIf: string;
+  /** scripts/e2e.mjs's run that started the owner (E2E_RUN_ID). */
+  runId?: string;
 }
 
 export class NetSlot {
@@ -87,7 +89,7 @@ export class NetSlot {
         continue;
       }
       const slot = new NetSlot(index);
-      fs.writeSync(fd, JSON.stringify({ index, pid: process.pid, netns: slot.netns, hostIf: slot.hostIf } satisfies SlotRecord) + '\n');
+      fs.writeSync(fd, JSON.stringify({ index, pid: process.pid, netns: slot.netns, hostIf: slot.hostIf, runId: process.env.E2E_RUN_ID } satisfies SlotRecord) + '\n');
       fs.closeSync(fd);
       try {
         slot.setUp();
