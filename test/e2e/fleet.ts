@@ -171,9 +171,9 @@ export class Fleet {
       delete sources.SERVICE_CA_BUNDLE;
       write(at('host_vars', h.name, 'e2e.yml'), `---\nservice_deploy_environment:\n${Object.entries(sources).map(([k, v]) => `  ${k}: "${v}"`).join('\n')}\n`);
     }
-    // Every secret file encrypted with ansible-vault (the password file is 0600, never an argument value).
+    // Every secret file encrypted with ansible-vault (the password in a 0600 file, never an argument value).
     const vaults = [at('group_vars/all/vault.yml'), ...this.hosts.map((h) => at('host_vars', h.name, 'vault.yml'))];
-    execFileSync('ansible-vault', ['encrypt', '--vault-password-file', vaultPass, ...vaults], { env: this.env(), stdio: 'pipe' });
+    execFileSync('ansible-vault', ['encrypt', ...vaults], { env: this.env(), stdio: 'pipe' }); // the password file: ANSIBLE_VAULT_PASSWORD_FILE
     for (const v of vaults) if (!fs.readFileSync(v, 'utf8').startsWith('$ANSIBLE_VAULT;')) throw new Error(`${v} is not encrypted`);
   }
 

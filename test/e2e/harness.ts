@@ -177,8 +177,9 @@ export async function bootServer(stage: Stage, options: WorldOptions & { files: 
   const binds: Array<[string, string]> = [];
   if (options.downloadCaches ?? process.env.E2E_DOWNLOAD_CACHE !== '0') {
     // Download caches shared between runs (a fresh CI machine starts with them empty).
-    // apt's archive folder is per suite (apt locks it; two containers must not share it).
-    for (const [name, inside] of [[`apt-archives-${suite}`, '/var/cache/apt/archives'], ['npm-cache', '/root/.npm']] as const) {
+    // apt's archive folder is per suite and server (apt locks it: two containers running at
+    // once must not share it); npm's cache is safe to share.
+    for (const [name, inside] of [[`apt-archives-${suite}-${options.hostname ?? 'srv-e2e'}`, '/var/cache/apt/archives'], ['npm-cache', '/root/.npm']] as const) {
       const dir = path.join(E2E_CACHE, name);
       fs.mkdirSync(dir, { recursive: true });
       binds.push([dir, inside]);
@@ -301,7 +302,7 @@ export class World {
       this.notes.push(`the machine's extra CA certificates (${common.extraCas} in /usr/local/share/ca-certificates) are trusted in the container too`);
     }
     const downloadCaches = this.options.downloadCaches ?? process.env.E2E_DOWNLOAD_CACHE !== '0';
-    this.notes.push(downloadCaches ? `download caches (.cache/e2e/apt-archives-${this.suite}, npm-cache): bound` : 'download caches: off (E2E_DOWNLOAD_CACHE=0)');
+    this.notes.push(downloadCaches ? `download caches (apt-archives-${this.suite}-${this.options.hostname ?? 'srv-e2e'}, npm-cache): bound` : 'download caches: off (E2E_DOWNLOAD_CACHE=0)');
 
     this.server = await bootServer(this.stage, {
       ...this.options,
