@@ -173,7 +173,11 @@ function cleanLeftovers() {
       spawnSync('sleep', ['1']);
     }
     const base = state.root ? path.dirname(state.root) : '';
-    if (base && path.dirname(base) === os.tmpdir() && path.basename(base).startsWith('sd-e2e-')) fs.rmSync(base, { recursive: true, force: true });
+    if (base && path.dirname(base) === os.tmpdir() && path.basename(base).startsWith('sd-e2e-')) {
+      // The root is a loop-mounted image (test/e2e/container.ts): unmount, then remove.
+      if (spawnSync('mountpoint', ['-q', state.root]).status === 0 && spawnSync('umount', [state.root]).status !== 0) spawnSync('umount', ['-l', state.root]);
+      fs.rmSync(base, { recursive: true, force: true });
+    }
     fs.rmSync(state.file, { force: true });
   }
   // Network slots (test/e2e/netns.ts) whose owner is gone: veth pair and namespace.

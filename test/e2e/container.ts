@@ -231,6 +231,7 @@ export class Container {
     fs.mkdirSync(root);
     const container = new Container(root, options);
     try {
+      await mountScratch(base, root);
       await execa('tar', ['-C', root, '--numeric-owner', '-xf', options.tarball], { timeout: 5 * 60_000 });
       fs.writeFileSync(path.join(root, 'etc', 'hostname'), `${options.hostname}\n`);
       for (const file of options.files ?? []) {
@@ -351,9 +352,30 @@ export class Container {
         await Promise.race([this.exited, sleep(10_000)]);
       }
     }
-    fs.rmSync(path.dirname(this.root), { recursive: true, force: true });
+    await unmountScratch(this.root);
+    await fs.promises.rm(path.dirname(this.root), { recursive: true, force: true });
     fs.rmSync(this.runningFile, { force: true });
   }
+}
+
+/**
+ * The container's root lives in a file system of its own: a sparse image next to it,
+ * ext4 without discard, loop-mounted. Removing a deployed root (a hundred thousand files)
+ * from a host file system mounted with `discard` takes minutes (a discard per file); the
+ * image goes with one unmount and the removal of one file.
+ */
+async function mountScratch(base: string, root: string): Promise<void> {
+  const image = path.join(base, 'root.img');
+  await execa('truncate', ['-s', '24G', image]);
+  await execa('mkfs.ext4', ['-q', '-F', '-m', '0', '-O', '^has_journal', '-E', 'nodiscard,lazy_itable_init=1', image], { timeout: 120_000 });
+  await execa('mount', ['-o', 'loop,nodiscard,noatime', image, root], { timeout: 60_000 });
+}
+
+async function unmountScratch(root: string): Promise<void> {
+  if ((await execa('mountpoint', ['-q', root], { reject: false })).exitCode !== 0) return;
+  const r = await execa('umount', [root], { reject: false, timeout: 60_000 });
+  // Busy (a process of the container not reaped yet): detach now, freed when unused.
+  if (r.exitCode !== 0) await execa('umount', ['-l', root], { reject: false, timeout: 60_000 });
 }
 
 function findChild(parent: number, comm: string): number | undefined {
