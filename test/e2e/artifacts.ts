@@ -38,7 +38,11 @@ export function sha256File(file: string): string {
   return createHash('sha256').update(fs.readFileSync(file)).digest('hex');
 }
 
-/** Writes `file` through a temporary name, so a killed run never leaves half a cache entry. */
+/**
+ * Writes `file` through a temporary name, so a killed run never leaves half a cache entry.
+ * Concurrent e2e jobs may make it at once: the first one to finish wins (a hard link never
+ * replaces), and every job then uses that one file.
+ */
 function atomically(file: string, make: (tmp: string) => void): string {
   if (fs.existsSync(file)) return file;
   fs.mkdirSync(path.dirname(file), { recursive: true });
@@ -46,7 +50,11 @@ function atomically(file: string, make: (tmp: string) => void): string {
   fs.rmSync(tmp, { recursive: true, force: true });
   try {
     make(tmp);
-    fs.renameSync(tmp, file);
+    try {
+      fs.linkSync(tmp, file);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true });
   }
@@ -99,7 +107,9 @@ export function nodeDist(): string {
     run('tar', ['-czf', tmp, '--owner=0', '--group=0', '-C', stage, name]);
     fs.rmSync(stage, { recursive: true, force: true });
   });
-  fs.writeFileSync(sums, `${sha256File(tarball)}  ${name}.tar.gz\n`);
+  // From the tarball that won (see atomically), through a temporary name.
+  fs.writeFileSync(`${sums}.partial-${process.pid}`, `${sha256File(tarball)}  ${name}.tar.gz\n`);
+  fs.renameSync(`${sums}.partial-${process.pid}`, sums);
   return distRoot;
 }
 

@@ -283,7 +283,8 @@ export class Container {
     // The system bus comes up a moment after init; until then systemctl cannot connect.
     let state = await this.sh('systemctl is-system-running --wait', { timeoutMs: 120_000 });
     const bootDeadline = Date.now() + 120_000;
-    while (!state.stdout.trim() && Date.now() < bootDeadline) {
+    // Until the bus is up, systemctl prints nothing, or "offline" (systemd 247).
+    while ((!state.stdout.trim() || state.stdout.trim() === 'offline') && Date.now() < bootDeadline) {
       await sleep(250);
       state = await this.sh('systemctl is-system-running --wait', { timeoutMs: 120_000 });
     }
@@ -300,7 +301,7 @@ export class Container {
     const deadline = Date.now() + 120_000;
     for (;;) {
       const state = await this.sh('systemctl is-system-running', { timeoutMs: 30_000 });
-      if (state.stdout.trim()) return;
+      if (state.stdout.trim() && state.stdout.trim() !== 'offline') return;
       if (Date.now() > deadline) throw new Error(`the container's systemd did not answer within 120 s:\n${state.stderr}\n${this.bootLog()}`);
       await sleep(250);
     }
