@@ -1,38 +1,72 @@
 #!/usr/bin/env node
-// npm run test:e2e: the real-server end to end (test/e2e/server.e2e.ts, docs/e2e.md).
-// Prepares the machine (debootstrap, systemd-nspawn, gpg from apt if missing), builds
-// dist/ if it is missing, runs the scenario with its own vitest config, prints the
-// timings, and cleans up a container left by a killed run. Exit 0 with "skipped: ..."
-// only when this machine cannot run containers at all; any other problem fails.
+// npm run test:e2e: the real-server end to end (docs/e2e.md). Runs, at the same time,
+// each in booted containers with networks of their own:
+//   - the server scenario (test/e2e/server.e2e.ts) on every Debian suite of E2E_SUITES
+//     (default bullseye,bookworm,trixie);
+//   - the cloud-init catalog deploy (test/e2e/cloud-init.e2e.ts);
+//   - the Ansible fleet (test/e2e/fleet.e2e.ts).
+// E2E_SCENARIOS picks among server,cloud-init,fleet (default all). Prepares the machine
+// (debootstrap, systemd-nspawn, gpg, ansible... from apt if missing), builds dist/ if it
+// is missing, prints one timing table at the end, and cleans up what a killed run left.
+// Exit 0 with "skipped: ..." only when this machine cannot run containers at all.
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const cache = path.join(repo, '.cache', 'e2e');
-const runningFile = path.join(cache, 'running.json');
-const lockDir = path.join(cache, 'run.lock');
+// E2E_CACHE_DIR: another cache folder (roots, download caches, reports); an empty one
+// measures a cold CI machine. The run lock stays in .cache/e2e: one run per machine.
+const cache = process.env.E2E_CACHE_DIR ? path.resolve(process.env.E2E_CACHE_DIR) : path.join(repo, '.cache', 'e2e');
+const runningDir = path.join(cache, 'running');
+const legacyRunningFile = path.join(cache, 'running.json');
+const slotsDir = path.join(repo, '.cache', 'e2e', 'net');
+const lockDir = path.join(repo, '.cache', 'e2e', 'run.lock');
 const arch = process.arch === 'arm64' ? 'arm64' : 'x64';
-const BUDGET_MS = Number(process.env.E2E_BUDGET_MS ?? 20 * 60_000);
-const TOOLS = { debootstrap: 'debootstrap', 'systemd-nspawn': 'systemd-container', gpg: 'gnupg', 'dpkg-deb': 'dpkg', nsenter: 'util-linux', ss: 'iproute2', openssl: 'openssl' };
+const BUDGET_MS = Number(process.env.E2E_BUDGET_MS ?? 30 * 60_000);
+const ALL_SUITES = ['bullseye', 'bookworm', 'trixie'];
+const ALL_SCENARIOS = ['server', 'cloud-init', 'fleet'];
+const TOOLS = { debootstrap: 'debootstrap', 'systemd-nspawn': 'systemd-container', gpg: 'gnupg', 'dpkg-deb': 'dpkg', nsenter: 'util-linux', ss: 'iproute2', ip: 'iproute2', openssl: 'openssl' };
+const FLEET_TOOLS = { 'ansible-playbook': 'ansible-core', 'ansible-vault': 'ansible-core', 'ansible-lint': 'ansible-lint', ssh: 'openssh-client', 'ssh-keygen': 'openssh-client' };
 
 const say = (line) => process.stdout.write(`[e2e] ${line}\n`);
 function skip(reason) {
   say(`skipped: ${reason}`);
   process.exit(0);
 }
+function fail(reason) {
+  say(`error: ${reason}`);
+  process.exit(1);
+}
 const has = (tool) => spawnSync('sh', ['-c', `command -v ${tool}`], { stdio: 'ignore' }).status === 0;
+const list = (value, all, name) => {
+  const picked = (value ?? all.join(',')).split(/[\s,]+/).filter(Boolean);
+  const bad = picked.filter((p) => !all.includes(p));
+  if (bad.length > 0 || picked.length === 0) fail(`${name}=${value}: pick from ${all.join(', ')}`);
+  return picked;
+};
+
+const suites = list(process.env.E2E_SUITES, ALL_SUITES, 'E2E_SUITES');
+const scenarios = list(process.env.E2E_SCENARIOS, ALL_SCENARIOS, 'E2E_SCENARIOS');
+/** One vitest process per job; they run at the same time (E2E_PARALLEL caps how many). */
+const jobs = [
+  ...(scenarios.includes('server') ? suites.map((suite) => ({ name: suite, file: 'test/e2e/server.e2e.ts', env: { E2E_SUITE: suite }, report: `last-run-${suite}.json` })) : []),
+  ...(scenarios.includes('cloud-init') ? [{ name: 'cloud-init', file: 'test/e2e/cloud-init.e2e.ts', env: {}, report: 'last-run-cloud-init.json' }] : []),
+  ...(scenarios.includes('fleet') ? [{ name: 'fleet', file: 'test/e2e/fleet.e2e.ts', env: {}, report: 'last-run-fleet.json' }] : []),
+];
+const parallel = Math.max(1, Number(process.env.E2E_PARALLEL ?? jobs.length));
 
 // --- can this machine run a booted container at all?
 if (process.platform !== 'linux') skip(`containers need Linux (this is ${process.platform})`);
 if (process.getuid?.() !== 0) skip('systemd-nspawn needs root (run as root, e.g. in CI)');
 if (!fs.existsSync('/sys/fs/cgroup')) skip('no cgroup filesystem at /sys/fs/cgroup');
-if (spawnSync('unshare', ['--mount', '--pid', '--uts', '--ipc', '--fork', 'true'], { stdio: 'ignore' }).status !== 0) {
+if (spawnSync('unshare', ['--mount', '--pid', '--uts', '--ipc', '--net', '--fork', 'true'], { stdio: 'ignore' }).status !== 0) {
   skip('this machine does not allow new namespaces (unshare failed), so systemd-nspawn cannot work');
 }
-const missing = Object.entries(TOOLS).filter(([tool]) => !has(tool));
+const wanted = { ...TOOLS, ...(scenarios.includes('fleet') ? FLEET_TOOLS : {}) };
+const missing = Object.entries(wanted).filter(([tool]) => !has(tool));
 if (missing.length > 0) {
   if (!has('apt-get')) skip(`missing ${missing.map(([t]) => t).join(', ')} and no apt-get to install them`);
   const pkgs = [...new Set(missing.map(([, p]) => p))];
@@ -41,12 +75,13 @@ if (missing.length > 0) {
   const ok = spawnSync('apt-get', ['install', '-y', '-qq', '--no-install-recommends', ...pkgs], { stdio: 'inherit', env }).status === 0 ||
     (spawnSync('apt-get', ['update', '-qq'], { stdio: 'inherit', env }).status === 0 &&
       spawnSync('apt-get', ['install', '-y', '-qq', '--no-install-recommends', ...pkgs], { stdio: 'inherit', env }).status === 0);
-  const still = Object.keys(TOOLS).filter((tool) => !has(tool));
+  const still = Object.keys(wanted).filter((tool) => !has(tool));
   if (!ok || still.length > 0) skip(`could not install ${still.join(', ') || pkgs.join(', ')}: systemd-nspawn is not possible here`);
 }
 
-// --- one run at a time (the container's services use the fixed ports 18789/18790)
+// --- one run at a time on this machine (it is shared; the runs are heavy)
 fs.mkdirSync(cache, { recursive: true });
+fs.mkdirSync(path.dirname(lockDir), { recursive: true });
 const alive = (pid) => {
   try {
     process.kill(pid, 0);
@@ -55,59 +90,137 @@ const alive = (pid) => {
     return false;
   }
 };
-try {
-  fs.mkdirSync(lockDir);
-} catch {
-  let holder = 0;
+const lockWaitStarted = Date.now();
+for (let told = false; ; ) {
   try {
-    holder = Number(fs.readFileSync(path.join(lockDir, 'pid'), 'utf8').trim());
-  } catch {}
-  if (holder && alive(holder)) {
-    say(`another e2e run (pid ${holder}) is in progress; wait for it`);
-    process.exit(1);
+    fs.mkdirSync(lockDir);
+    break;
+  } catch {
+    let holder = 0;
+    try {
+      holder = Number(fs.readFileSync(path.join(lockDir, 'pid'), 'utf8').trim());
+    } catch {}
+    if (!holder || !alive(holder)) {
+      if (holder || Date.now() - fs.statSync(lockDir).mtimeMs > 30_000) fs.rmSync(lockDir, { recursive: true, force: true });
+      else spawnSync('sleep', ['1']);
+      continue;
+    }
+    if (process.env.E2E_LOCK_WAIT === '0') fail(`another e2e run (pid ${holder}) is in progress; wait for it`);
+    if (!told) say(`another e2e run (pid ${holder}) is in progress; waiting for it (E2E_LOCK_WAIT=0: fail instead)`);
+    told = true;
+    spawnSync('sleep', ['5']);
   }
 }
 fs.writeFileSync(path.join(lockDir, 'pid'), `${process.pid}\n`);
+if (Date.now() - lockWaitStarted > 10_000) say(`waited ${((Date.now() - lockWaitStarted) / 1000).toFixed(0)} s for the run lock`);
 
-/** Stops a container a killed run left behind (only the systemd-nspawn we started, by its pid and root). */
-function cleanLeftovers() {
-  let state;
+const cmdline = (pid) => {
   try {
-    state = JSON.parse(fs.readFileSync(runningFile, 'utf8'));
+    return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
   } catch {
-    return;
+    return '';
   }
-  // We hold the run lock, so whoever wrote this file is gone (or is our own vitest, finished or stopped).
-  const cmdline = (pid) => {
+};
+
+/** This run's id: the jobs' harnesses write it into their container and network records. */
+const runId = `${process.pid}-${Date.now()}`;
+
+/**
+ * A harness of this run still alive after its job ended (its vitest was stopped by a
+ * signal and the worker is going down, or lingers): waits 15 s, then ends it (we started it).
+ */
+function endOwnHarness(record) {
+  if (record.runId !== runId || !record.harnessPid || record.harnessPid === process.pid) return;
+  const until = Date.now() + 15_000;
+  while (alive(record.harnessPid) && Date.now() < until) spawnSync('sleep', ['0.5']);
+  if (alive(record.harnessPid)) {
+    say(`ending this run's harness pid ${record.harnessPid} (its job is over)`);
     try {
-      return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-    } catch {
-      return '';
-    }
-  };
-  if (state.nspawnPid && cmdline(state.nspawnPid).includes('systemd-nspawn') && cmdline(state.nspawnPid).includes(state.root)) {
-    say(`stopping the container left by an earlier run (systemd-nspawn pid ${state.nspawnPid})`);
-    try {
-      process.kill(state.nspawnPid, 'SIGTERM');
+      process.kill(record.harnessPid, 'SIGKILL');
     } catch {}
-    const until = Date.now() + 20_000;
-    while (alive(state.nspawnPid) && Date.now() < until) spawnSync('sleep', ['0.5']);
-    for (const pid of [state.initPid, state.nspawnPid]) {
-      if (pid && alive(pid)) {
-        try {
-          process.kill(pid, 'SIGKILL');
-        } catch {}
-      }
-    }
-    spawnSync('sleep', ['1']);
+    spawnSync('sleep', ['0.5']);
   }
-  const base = state.root ? path.dirname(state.root) : '';
-  if (base && path.dirname(base) === os.tmpdir() && path.basename(base).startsWith('sd-e2e-')) fs.rmSync(base, { recursive: true, force: true });
-  fs.rmSync(runningFile, { force: true });
 }
 
+/** Stops containers a killed run left behind (only the systemd-nspawn it started, by pid and root) and frees its networks. */
+function cleanLeftovers() {
+  const records = [];
+  for (const file of [legacyRunningFile, ...(fs.existsSync(runningDir) ? fs.readdirSync(runningDir).map((f) => path.join(runningDir, f)) : [])]) {
+    try {
+      records.push({ file, ...JSON.parse(fs.readFileSync(file, 'utf8')) });
+    } catch {
+      fs.rmSync(file, { force: true });
+    }
+  }
+  for (const state of records) {
+    endOwnHarness(state);
+    // We hold the run lock: whoever wrote this is gone, unless its harness still lives.
+    if (state.harnessPid && state.harnessPid !== process.pid && alive(state.harnessPid)) continue;
+    if (state.nspawnPid && cmdline(state.nspawnPid).includes('systemd-nspawn') && cmdline(state.nspawnPid).includes(state.root)) {
+      say(`stopping a container left by an earlier run (systemd-nspawn pid ${state.nspawnPid})`);
+      try {
+        process.kill(state.nspawnPid, 'SIGTERM');
+      } catch {}
+      const until = Date.now() + 20_000;
+      while (alive(state.nspawnPid) && Date.now() < until) spawnSync('sleep', ['0.5']);
+      for (const pid of [state.initPid, state.nspawnPid]) {
+        if (pid && alive(pid)) {
+          try {
+            process.kill(pid, 'SIGKILL');
+          } catch {}
+        }
+      }
+      spawnSync('sleep', ['1']);
+    }
+    const base = state.root ? path.dirname(state.root) : '';
+    if (base && path.dirname(base) === os.tmpdir() && path.basename(base).startsWith('sd-e2e-')) {
+      // The root is a loop-mounted image (test/e2e/container.ts): unmount, then remove.
+      if (spawnSync('mountpoint', ['-q', state.root]).status === 0 && spawnSync('umount', [state.root]).status !== 0) spawnSync('umount', ['-l', state.root]);
+      fs.rmSync(base, { recursive: true, force: true });
+    }
+    fs.rmSync(state.file, { force: true });
+  }
+  // Network slots (test/e2e/netns.ts) whose owner is gone: veth pair and namespace.
+  if (fs.existsSync(slotsDir)) {
+    for (const f of fs.readdirSync(slotsDir)) {
+      let slot;
+      try {
+        slot = JSON.parse(fs.readFileSync(path.join(slotsDir, f), 'utf8'));
+      } catch {
+        continue;
+      }
+      endOwnHarness({ runId: slot.runId, harnessPid: slot.pid });
+      if (slot.pid && alive(slot.pid)) continue;
+      if (/^sde\d+$/.test(slot.hostIf ?? '')) spawnSync('ip', ['link', 'del', slot.hostIf], { stdio: 'ignore' });
+      if (/^sd-e2e-\d+$/.test(slot.netns ?? '') && fs.existsSync(`/run/netns/${slot.netns}`)) spawnSync('ip', ['netns', 'del', slot.netns], { stdio: 'ignore' });
+      fs.rmSync(path.join(slotsDir, f), { force: true });
+    }
+  }
+}
+
+/** Runs one job's vitest, every output line prefixed with the job's name. */
+function runJob(job, env) {
+  return new Promise((resolve) => {
+    const started = Date.now();
+    const child = spawn(path.join(repo, 'node_modules', '.bin', 'vitest'), ['run', '--config', 'test/e2e/vitest.config.ts', job.file], {
+      cwd: repo,
+      env: { ...env, NO_COLOR: '1', FORCE_COLOR: '0', E2E_RUN_ID: runId, ...job.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    children.add(child);
+    const tag = `[${job.name}]`.padEnd(13);
+    for (const stream of [child.stdout, child.stderr]) readline.createInterface({ input: stream }).on('line', (line) => process.stdout.write(`${tag}${line}\n`));
+    child.on('exit', (code, sig) => {
+      children.delete(child);
+      resolve({ job, code: code ?? (sig ? 1 : 0), ms: Date.now() - started });
+    });
+  });
+}
+
+const children = new Set();
 let exitCode = 1;
 const started = Date.now();
+let results = [];
 try {
   cleanLeftovers();
   const env = { ...process.env, PATH: `${path.join(repo, 'node_modules', '.bin')}:${process.env.PATH}` };
@@ -115,44 +228,75 @@ try {
     say('dist/ is missing: npm run build');
     execFileSync('npm', ['run', 'build'], { cwd: repo, stdio: 'inherit', env });
   }
-  fs.rmSync(path.join(cache, 'last-run.json'), { force: true });
-  const vitest = spawn(path.join(repo, 'node_modules', '.bin', 'vitest'), ['run', '--config', 'test/e2e/vitest.config.ts'], { cwd: repo, stdio: 'inherit', env });
-  const forward = (sig) => vitest.kill(sig);
+  for (const job of jobs) fs.rmSync(path.join(cache, job.report), { force: true });
+  say(`running ${jobs.map((j) => j.name).join(', ')} (${Math.min(parallel, jobs.length)} at a time)`);
+  const forward = (sig) => {
+    for (const c of children) c.kill(sig);
+  };
   process.on('SIGINT', forward);
   process.on('SIGTERM', forward);
   const budget = setTimeout(() => {
     say(`the e2e exceeded its budget of ${BUDGET_MS / 60_000} minutes; stopping it`);
-    vitest.kill('SIGTERM');
-    setTimeout(() => vitest.kill('SIGKILL'), 60_000).unref();
+    forward('SIGTERM');
+    setTimeout(() => forward('SIGKILL'), 60_000).unref();
   }, BUDGET_MS);
-  exitCode = await new Promise((resolve) => vitest.on('exit', (code, sig) => resolve(code ?? (sig ? 1 : 0))));
+  const queue = [...jobs];
+  const worker = async () => {
+    for (let job = queue.shift(); job; job = queue.shift()) results.push(await runJob(job, env));
+  };
+  await Promise.all(Array.from({ length: Math.min(parallel, jobs.length) }, worker));
   clearTimeout(budget);
+  exitCode = results.every((r) => r.code === 0) ? 0 : 1;
   summary();
 } finally {
   cleanLeftovers();
   fs.rmSync(lockDir, { recursive: true, force: true });
 }
-say(`${exitCode === 0 ? 'passed' : 'FAILED'} in ${((Date.now() - started) / 1000).toFixed(0)} s`);
+say(`${exitCode === 0 ? 'passed' : 'FAILED'} in ${((Date.now() - started) / 1000).toFixed(0)} s${exitCode === 0 ? '' : `: ${results.filter((r) => r.code !== 0).map((r) => r.job.name).join(', ')} failed`}`);
 process.exit(exitCode);
 
 function summary() {
-  let r;
-  try {
-    r = JSON.parse(fs.readFileSync(path.join(cache, 'last-run.json'), 'utf8'));
-  } catch {
-    return;
-  }
+  const read = (file) => {
+    try {
+      return JSON.parse(fs.readFileSync(path.join(cache, file), 'utf8'));
+    } catch {
+      return undefined;
+    }
+  };
   const s = (ms) => (typeof ms === 'number' ? `${(ms / 1000).toFixed(1)} s` : '-');
   say('----- timings');
-  if (r.timings) say(`setup: debootstrap ${r.timings.rootfsMs ? s(r.timings.rootfsMs) : 'cached'}, artifacts ${s(r.timings.artifactsMs)}, boot ${s(r.timings.bootMs)}`);
-  if (r.freshInstall) {
-    const f = r.freshInstall;
-    say(`fresh install: ${s(f.wallMs)} = our own work ${s(f.oursMs)} + apt/npm downloads ${s(f.downloadsMs)} + install.sh and binary download ${s(f.bootstrapMs)}`);
-    say(`  ${f.detail}`);
+  const rows = [];
+  for (const r of results.filter((x) => x.job.file.endsWith('server.e2e.ts'))) {
+    const t = read(r.job.report) ?? {};
+    rows.push([
+      t.release ?? r.job.name,
+      r.code === 0 ? 'passed' : `FAILED${t.failedStep ? ` at ${t.failedStep.split(' ')[0]}` : ''}`,
+      s(t.freshInstall?.wallMs),
+      s(t.rerun?.wallMs),
+      s(t.modelChange?.wallMs),
+      s(t.reset?.wallMs),
+      s(t.restore?.wallMs),
+      t.timings?.rootfsMs ? s(t.timings.rootfsMs) : 'cached',
+      s(r.ms),
+    ]);
   }
-  if (r.rerun) say(`re-run (nothing to do): ${s(r.rerun.wallMs)} (the binary: ${s(r.rerun.binaryMs)})`);
-  if (r.modelChange) say(`re-run with a new model: ${s(r.modelChange.wallMs)}`);
-  if (r.reset) say(`reset-clean: ${s(r.reset.wallMs)}; restore: ${s(r.restore?.wallMs)}`);
-  for (const note of r.notes ?? []) say(note);
-  say(`whole scenario: ${s(r.totalMs)}${r.failedStep ? `; failed at: ${r.failedStep}` : ''}`);
+  if (rows.length > 0) {
+    const head = ['suite', 'result', 'fresh install', 'no-op re-run', 'model change', 'reset', 'restore', 'debootstrap', 'whole'];
+    const widths = head.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i].length)));
+    const line = (cells) => `| ${cells.map((c, i) => c.padEnd(widths[i])).join(' | ')} |`;
+    say(line(head));
+    say(`|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`);
+    for (const row of rows) say(line(row));
+    for (const r of results.filter((x) => x.job.file.endsWith('server.e2e.ts'))) {
+      const t = read(r.job.report);
+      if (t?.freshInstall?.detail) say(`${r.job.name}: fresh install = our own work ${s(t.freshInstall.oursMs)} + apt/npm ${s(t.freshInstall.downloadsMs)} + install.sh ${s(t.freshInstall.bootstrapMs)}; ${t.freshInstall.detail}`);
+      for (const note of t?.notes ?? []) say(`${r.job.name}: ${note}`);
+    }
+  }
+  for (const r of results.filter((x) => !x.job.file.endsWith('server.e2e.ts'))) {
+    const t = read(r.job.report) ?? {};
+    const parts = Object.entries(t.timings ?? {}).map(([k, v]) => `${k} ${s(v)}`);
+    say(`${r.job.name}: ${r.code === 0 ? 'passed' : `FAILED${t.failedStep ? ` at ${t.failedStep}` : ''}`} in ${s(r.ms)}${parts.length ? `; ${parts.join(', ')}` : ''}`);
+    for (const note of t.notes ?? []) say(`${r.job.name}: ${note}`);
+  }
 }

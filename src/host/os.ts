@@ -5,7 +5,12 @@ export interface OsInfo {
   versionId: string;
   codename: string;
   prettyName: string;
+  /** ID_LIKE: the distributions this one derives from ("ubuntu debian" for Linux Mint). */
+  like: string[];
 }
+
+/** The package family whose repositories (mesh client, browser) fit this OS. */
+export type OsFamily = 'ubuntu' | 'debian';
 
 export const SUPPORTED_OS: ReadonlyArray<{ id: string; versionId: string }> = [
   { id: 'ubuntu', versionId: '22.04' },
@@ -24,7 +29,18 @@ export function parseOsRelease(text: string): OsInfo {
     versionId: values.VERSION_ID ?? '',
     codename: values.VERSION_CODENAME ?? values.UBUNTU_CODENAME ?? '',
     prettyName: values.PRETTY_NAME ?? `${values.ID ?? 'unknown'} ${values.VERSION_ID ?? ''}`.trim(),
+    like: (values.ID_LIKE ?? '').split(/\s+/).filter(Boolean),
   };
+}
+
+/**
+ * Ubuntu or Debian, from what the server reports: its ID, else its ID_LIKE (Ubuntu's
+ * derivatives list "ubuntu debian": the nearer one first). Undefined: neither, and
+ * nothing that depends on the family is guessed.
+ */
+export function osFamily(os: OsInfo): OsFamily | undefined {
+  for (const name of [os.id, ...os.like]) if (name === 'ubuntu' || name === 'debian') return name;
+  return undefined;
 }
 
 export async function readOs(files: Files): Promise<OsInfo> {

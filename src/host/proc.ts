@@ -39,4 +39,32 @@ export class Proc {
       return false;
     }
   }
+
+  /**
+   * The processes above `pid` (its parent first, up to the namespace's init), each with
+   * its arguments; a process that is gone ends the chain.
+   */
+  async ancestors(pid: number = process.pid): Promise<Array<{ pid: number; argv: string[] }>> {
+    const out: Array<{ pid: number; argv: string[] }> = [];
+    for (let current = await this.parentOf(pid); current !== undefined && current > 0 && out.length < 64; current = await this.parentOf(current)) {
+      let raw: string;
+      try {
+        raw = await fs.readFile(`${this.procRoot}/${current}/cmdline`, 'utf8');
+      } catch {
+        break;
+      }
+      out.push({ pid: current, argv: raw.split('\0').filter(Boolean) });
+    }
+    return out;
+  }
+
+  private async parentOf(pid: number): Promise<number | undefined> {
+    try {
+      const stat = await fs.readFile(`${this.procRoot}/${pid}/stat`, 'utf8');
+      // pid (comm) state ppid ...: the command name may hold spaces and parentheses.
+      return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    } catch {
+      return undefined;
+    }
+  }
 }

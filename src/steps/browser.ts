@@ -1,6 +1,6 @@
 import type { Components } from '../components.js';
 import type { OsInfo } from '../host/os.js';
-import { readOs } from '../host/os.js';
+import { osFamily, readOs } from '../host/os.js';
 import type { Step } from '../pipeline/step.js';
 import { aptInstall, missingPackages } from '../host/apt.js';
 import { writeRecorded } from '../pipeline/files.js';
@@ -8,11 +8,19 @@ import { installedFilesProblem, recordFromDisk } from '../pipeline/manifest.js';
 
 /**
  * A headless browser for the agent's browser tool. Ubuntu's chromium is a snap
- * (no good for a root user service), so Ubuntu gets Google Chrome from its signed
- * apt repository; Debian has a real chromium package.
+ * (no good for a root user service), so Ubuntu (and its derivatives) get Google Chrome
+ * from its signed apt repository; Debian has a real chromium package. Undefined for an
+ * OS of neither family (os-release ID / ID_LIKE): the browser skill is then skipped.
  */
 export function browserFor(os: OsInfo, components: Components) {
-  return os.id === 'debian' ? { ...components.browser.debian, aptRepoUrl: undefined } : components.browser.ubuntu;
+  const family = osFamily(os);
+  if (family === 'debian') return { ...components.browser.debian, aptRepoUrl: undefined };
+  if (family === 'ubuntu') return components.browser.ubuntu;
+  return undefined;
+}
+
+function noBrowser(os: OsInfo): string {
+  return `no browser package is known for ${os.prettyName} (neither Ubuntu nor Debian by ID/ID_LIKE in /etc/os-release); the browser skill is unavailable here`;
 }
 
 const CHROME_KEYRING = '/usr/share/keyrings/google-chrome.gpg';
@@ -23,12 +31,16 @@ export const browserStep: Step = {
   id: 'browser',
   title: 'Browser skill (headless browser)',
   async skip({ host, components }) {
-    const browser = browserFor(await readOs(host.files), components);
+    const os = await readOs(host.files);
+    const browser = browserFor(os, components);
+    if (!browser) return noBrowser(os);
     if (browser.aptRepoUrl && process.arch !== 'x64') return 'Google Chrome has no arm64 Linux build; the browser skill is unavailable here';
     return undefined;
   },
   async check({ host, components }) {
-    const browser = browserFor(await readOs(host.files), components);
+    const os = await readOs(host.files);
+    const browser = browserFor(os, components);
+    if (!browser) throw new Error(noBrowser(os));
     const [missing, repoDamage] = await Promise.all([
       missingPackages(host, [browser.package]),
       browser.aptRepoUrl ? installedFilesProblem(host, [], [CHROME_KEY, CHROME_SOURCES]) : undefined,
@@ -40,7 +52,9 @@ export const browserStep: Step = {
   },
   async apply(ctx, plan) {
     const { host, components, options } = ctx;
-    const browser = browserFor(await readOs(host.files), components);
+    const os = await readOs(host.files);
+    const browser = browserFor(os, components);
+    if (!browser) throw new Error(noBrowser(os));
     if (browser.aptRepoUrl) {
       ctx.progress('adding the browser apt repository');
       const partial = host.files.tempPathFor(CHROME_KEYRING);

@@ -1,6 +1,6 @@
 import { DeployError } from '../errors.js';
 import type { Host } from '../host/index.js';
-import { readOs } from '../host/os.js';
+import { osFamily, readOs, type OsInfo } from '../host/os.js';
 import type { InstallContext, Step } from '../pipeline/step.js';
 import { GATEWAY_PORT, LAYOUT } from '../layout.js';
 import { aptInstall } from '../host/apt.js';
@@ -115,13 +115,21 @@ async function loginWithKeyFile(host: Host, key: string, hostname: string): Prom
   }
 }
 
+/**
+ * The mesh client's apt repository for this OS: its family's folder (ubuntu/ or debian/)
+ * and the codename the server reports (VERSION_CODENAME, else UBUNTU_CODENAME); nothing guessed.
+ */
+export function meshRepoFor(os: OsInfo, meshAptUrl: string): { repo: string; codename: string } {
+  const family = osFamily(os);
+  if (!family) throw new DeployError(`the mesh client's apt repository has packages for Ubuntu and Debian; ${os.prettyName} is neither (ID/ID_LIKE in /etc/os-release)`, 'use Ubuntu 22.04 or 24.04');
+  if (!/^[a-z][a-z0-9-]*$/.test(os.codename)) throw new DeployError(`${os.prettyName} does not report its release codename (VERSION_CODENAME in /etc/os-release)`, 'use Ubuntu 22.04 or 24.04, whose os-release names it');
+  return { repo: meshAptUrl.replace(/\/ubuntu$/, `/${family}`), codename: os.codename };
+}
+
 /** The signed apt repository of the mesh client: its signing key and source line, recorded in the manifest. */
 async function addMeshRepository(ctx: InstallContext): Promise<void> {
   const { host, components } = ctx;
-  const os = await readOs(host.files);
-  const distro = os.id === 'debian' ? 'debian' : 'ubuntu';
-  const codename = os.codename || (os.versionId === '22.04' ? 'jammy' : 'noble');
-  const repo = components.sources.meshAptUrl.replace(/\/ubuntu$/, `/${distro}`);
+  const { repo, codename } = meshRepoFor(await readOs(host.files), components.sources.meshAptUrl);
   ctx.progress('adding the mesh client apt repository');
   const partial = host.files.tempPathFor(KEYRING);
   await host.files.ensureDir('/usr/share/keyrings', 0o755);

@@ -17,14 +17,28 @@ export async function packageLockHolders(host: Host): Promise<Array<LockHolder &
   return all.flat();
 }
 
+/**
+ * The cloud-init process this run is part of (the catalog deploy from a user-data
+ * runcmd), or undefined. `cloud-init status --wait` from in there would wait for itself.
+ */
+export async function cloudInitAncestor(host: Host): Promise<{ pid: number; command: string } | undefined> {
+  for (const { pid, argv } of await host.proc.ancestors()) {
+    // "/usr/bin/cloud-init modules --mode=final", or its interpreter first: "/usr/bin/python3 /usr/bin/cloud-init ..."
+    if (argv.slice(0, 2).some((arg) => arg.split('/').pop() === 'cloud-init')) return { pid, command: argv.join(' ').slice(0, 120) };
+  }
+  return undefined;
+}
+
 export function describeHolders(holders: Array<LockHolder & { lock: string }>): string {
   return holders.map((h) => `pid ${h.pid} (${h.command ?? 'unknown'}) on ${h.lock}`).join(', ');
 }
 
 /**
  * Waits (up to --lock-timeout, 5 minutes by default) for cloud-init and for whoever
- * holds the dpkg/apt locks (unattended-upgrades, usually), saying who it is. On
- * timeout nothing has been installed yet, so the portal can simply retry later.
+ * holds the dpkg/apt locks (unattended-upgrades, usually), saying who it is. Run by
+ * cloud-init itself (the catalog deploy's runcmd), it waits for the locks only: cloud-init
+ * finishes after us. On timeout nothing has been installed yet, so the portal can simply
+ * retry later.
  */
 export const packageLockStep: Step = {
   id: 'package-lock',
@@ -33,7 +47,10 @@ export const packageLockStep: Step = {
   async check(ctx) {
     const { host, options } = ctx;
     const deadline = Date.now() + options.lockTimeoutMs;
-    if (await host.exec.which('cloud-init')) {
+    const inside = await cloudInitAncestor(host);
+    if (inside) {
+      host.log.info(`running inside cloud-init (pid ${inside.pid}: ${inside.command}): not waiting for cloud-init to finish, only for the package locks`);
+    } else if (await host.exec.which('cloud-init')) {
       ctx.progress('waiting for cloud-init to finish');
       const result = await host.exec.run('cloud-init', ['status', '--wait'], {
         allowFailure: true,

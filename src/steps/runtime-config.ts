@@ -39,13 +39,13 @@ export async function desiredFor(
 ): Promise<RuntimeConfig> {
   const os = await readOs(ctx.host.files);
   const browser = browserFor(os, ctx.components);
-  const browserSkipped = browser.aptRepoUrl !== undefined && process.arch !== 'x64';
+  const browserSkipped = browser === undefined || (browser.aptRepoUrl !== undefined && process.arch !== 'x64');
   return desiredRuntimeConfig(existing, {
     answers: ctx.answers,
     profile: ctx.profile,
     components: ctx.components,
     channel: ctx.channel,
-    browserExecutable: browserSkipped ? undefined : browser.executable,
+    browserExecutable: browserSkipped ? undefined : browser?.executable,
   });
 }
 

@@ -8,7 +8,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { REPO } from '../helpers/binary.js';
 
-export const E2E_CACHE = path.join(REPO, '.cache', 'e2e');
+// E2E_CACHE_DIR: another cache folder (an empty one measures a cold CI machine).
+export const E2E_CACHE = process.env.E2E_CACHE_DIR ? path.resolve(process.env.E2E_CACHE_DIR) : path.join(REPO, '.cache', 'e2e');
 const FIXTURES = path.join(REPO, 'test', 'e2e', 'fixtures');
 const components = JSON.parse(fs.readFileSync(path.join(REPO, 'templates', 'components.json'), 'utf8'));
 export const NODE_VERSION: string = components.node.version;
@@ -37,7 +38,11 @@ export function sha256File(file: string): string {
   return createHash('sha256').update(fs.readFileSync(file)).digest('hex');
 }
 
-/** Writes `file` through a temporary name, so a killed run never leaves half a cache entry. */
+/**
+ * Writes `file` through a temporary name, so a killed run never leaves half a cache entry.
+ * Concurrent e2e jobs may make it at once: the first one to finish wins (a hard link never
+ * replaces), and every job then uses that one file.
+ */
 function atomically(file: string, make: (tmp: string) => void): string {
   if (fs.existsSync(file)) return file;
   fs.mkdirSync(path.dirname(file), { recursive: true });
@@ -45,7 +50,11 @@ function atomically(file: string, make: (tmp: string) => void): string {
   fs.rmSync(tmp, { recursive: true, force: true });
   try {
     make(tmp);
-    fs.renameSync(tmp, file);
+    try {
+      fs.linkSync(tmp, file);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true });
   }
@@ -98,7 +107,9 @@ export function nodeDist(): string {
     run('tar', ['-czf', tmp, '--owner=0', '--group=0', '-C', stage, name]);
     fs.rmSync(stage, { recursive: true, force: true });
   });
-  fs.writeFileSync(sums, `${sha256File(tarball)}  ${name}.tar.gz\n`);
+  // From the tarball that won (see atomically), through a temporary name.
+  fs.writeFileSync(`${sums}.partial-${process.pid}`, `${sha256File(tarball)}  ${name}.tar.gz\n`);
+  fs.renameSync(`${sums}.partial-${process.pid}`, sums);
   return distRoot;
 }
 

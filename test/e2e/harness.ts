@@ -1,13 +1,21 @@
 // The e2e world: artifacts, loopback stand-ins and a booted container, with helpers the
 // scenario (server.e2e.ts) uses. Everything is torn down by close(), also on failure.
+// The container has a network of its own (netns.ts): the host's loopback stand-ins are
+// forwarded to the same 127.0.0.1 URLs inside (forward.ts), packages come through the
+// egress proxy (egress.ts), and the host reaches the container's channel port on the
+// container's address.
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
-import { makeTestCa, serveDirectory, type StaticServer } from '../helpers/https-server.js';
-import { E2E_CACHE, meshAptRepo, nodeDist, setupDir, standinPackages } from './artifacts.js';
-import { Container, SUITE, ensureRootfs, hostPortHolders, type ShResult } from './container.js';
+import { makeTestCa, serveDirectory, type StaticServer, type TestCa } from '../helpers/https-server.js';
+import { E2E_CACHE, hostPath, meshAptRepo, nodeDist, setupDir, standinPackages } from './artifacts.js';
+import { Container, ensureRootfs, hostPortHolders, releaseName, suiteFromEnv, type ContainerFile, type ShResult, type Suite } from './container.js';
+import { aptSourceHosts, startEgress, type Egress } from './egress.js';
+import { Forwarder } from './forward.js';
+import { NetSlot } from './netns.js';
 import { ArgvWatch, mask, type Secrets } from './secrets.js';
 import { startAiGateway, startMcp, serveHttp, type AiGateway, type McpServer } from './standins.js';
 
@@ -29,130 +37,337 @@ export function log(line: string): void {
   process.stdout.write(`[e2e ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
 }
 
-export class World {
-  secrets: Secrets;
-  work = fs.mkdtempSync(path.join(os.tmpdir(), 'sd-e2e-work-'));
-  container!: Container;
-  ai!: AiGateway;
-  mcp!: McpServer;
+export interface WorldOptions {
+  /** Debian suite of the container (default: E2E_SUITE, else bookworm). */
+  suite?: Suite;
+  hostname?: string;
+  /** Packages apt-get installs on the cached base root (cloud-init, openssh-server). */
+  extraPackages?: readonly string[];
+  /** Share the host's network instead of a namespace of its own (one run at a time: fixed ports). */
+  hostNetwork?: boolean;
+  /** Extra files placed before boot. */
+  files?: ContainerFile[];
+  /** What boot waits for (container.ts). */
+  waitFor?: 'running' | 'manager';
+  /** Bind the download caches (default: unless E2E_DOWNLOAD_CACHE=0). */
+  downloadCaches?: boolean;
+}
+
+/** The non-secret environment of the install in the e2e (sources.env): stand-in URLs, CA files. */
+export type Sources = Record<string, string>;
+
+/**
+ * Artifacts and stand-ins one or more containers share: the setup URL (install.sh and
+ * dist/), the Node tarball, the stand-in npm packages, the signed apt repository of the
+ * mesh client, the egress proxy. Per server: the AI gateway and MCP stand-ins.
+ */
+export class Stage {
+  readonly work = fs.mkdtempSync(path.join(os.tmpdir(), 'sd-e2e-work-'));
+  ca!: TestCa;
   setup!: StaticServer;
   apt!: { url: string; requests: string[]; close(): Promise<void> };
+  egress!: Egress;
+  pkgs!: { losslessClaw: string };
+  timings: Record<string, number> = {};
+  notes: string[] = [];
+  private closers: Array<{ name: string; close: () => Promise<void> }> = [];
+
+  constructor(readonly suite: Suite) {}
+
+  async open(): Promise<void> {
+    const t = Date.now();
+    const node = nodeDist();
+    const setup = setupDir(this.work);
+    fs.symlinkSync(node, path.join(setup, 'node'));
+    this.pkgs = standinPackages(this.work);
+    const aptRoot = meshAptRepo(this.work, this.suite);
+    this.ca = makeTestCa();
+    this.timings.artifactsMs = Date.now() - t;
+
+    this.setup = await serveDirectory(setup, this.ca);
+    this.onClose('setup', () => this.setup.close());
+    this.apt = await serveHttp(aptRoot);
+    this.onClose('apt', () => this.apt.close());
+    this.egress = await startEgress([npmRegistryHost()]);
+    this.onClose('egress', async () => {
+      if (this.egress.refused.length > 0) this.notes.push(`egress proxy refused: ${[...new Set(this.egress.refused)].slice(0, 10).join(', ')}`);
+      await this.egress.close();
+    });
+  }
+
+  onClose(name: string, close: () => Promise<void>): void {
+    this.closers.push({ name, close });
+  }
+
+  /** The environment file every install of this stage sources (non-secret). */
+  sources(ai: AiGateway, mcp: McpServer): Sources {
+    return {
+      SERVICE_ALLOW_UNSUPPORTED_OS: '1',
+      SERVICE_SETUP_URL: this.setup.url,
+      SERVICE_CA_BUNDLE: '/root/e2e/ca.pem',
+      SERVICE_DOWNLOAD_CA_FILE: '/root/e2e/ca.pem',
+      SERVICE_NODE_DIST_URL: `${this.setup.url}/node`,
+      SERVICE_LOSSLESS_CLAW_SOURCE: `/root/e2e/pkgs/${path.basename(this.pkgs.losslessClaw)}`,
+      SERVICE_MESH_APT_URL: `${this.apt.url}/tailscale/ubuntu`,
+      SERVICE_AI_GATEWAY_URL: ai.url,
+      SERVICE_MCP_URL: mcp.url,
+      // The machine's extra CAs (see containerFiles) for npm, the way Node gets them on this host.
+      ...(this.containerFiles().nodeExtraCa ? { NODE_EXTRA_CA_CERTS: '/etc/ssl/certs/ca-certificates.crt' } : {}),
+    };
+  }
+
+  /** Files every container of this stage gets before boot: CA, stand-in packages, proxy settings, the machine's extra CAs. */
+  containerFiles(): { files: ContainerFile[]; extraCas: number; nodeExtraCa: boolean } {
+    const proxy = this.egress.url;
+    const files: ContainerFile[] = [
+      { path: '/root/e2e/ca.pem', content: fs.readFileSync(this.ca.caFile), mode: 0o644 },
+      { path: `/root/e2e/pkgs/${path.basename(this.pkgs.losslessClaw)}`, content: fs.readFileSync(this.pkgs.losslessClaw), mode: 0o644 },
+      // The way out for apt and npm, as behind a corporate proxy (loopback stand-ins direct).
+      {
+        path: '/etc/apt/apt.conf.d/00e2e-egress-proxy',
+        content: `// e2e harness: the container reaches Debian's mirror through the host's egress proxy\nAcquire::http::Proxy "${proxy}/";\nAcquire::https::Proxy "${proxy}/";\nAcquire::http::Proxy::127.0.0.1 "DIRECT";\nAcquire::https::Proxy::127.0.0.1 "DIRECT";\n`,
+        mode: 0o644,
+      },
+      { path: '/root/.npmrc', content: `# e2e harness: npm reaches the registry through the host's egress proxy\nproxy=${proxy}/\nhttps-proxy=${proxy}/\nnoproxy=127.0.0.1,localhost\nregistry=${npmRegistry()}\n`, mode: 0o600 },
+    ];
+    // The machine's own extra trust anchors (e.g. a TLS-inspecting egress proxy's CA in
+    // /usr/local/share/ca-certificates) go into the container too, and Node gets them the
+    // way it does on this host (NODE_EXTRA_CA_CERTS), so npm reaches the registry from inside.
+    const localCaDir = '/usr/local/share/ca-certificates';
+    const localCas = fs.existsSync(localCaDir) ? fs.readdirSync(localCaDir).filter((f) => f.endsWith('.crt')) : [];
+    for (const f of localCas) files.push({ path: `${localCaDir}/${f}`, content: fs.readFileSync(path.join(localCaDir, f)), mode: 0o644 });
+    return { files, extraCas: localCas.length, nodeExtraCa: localCas.length > 0 && Boolean(process.env.NODE_EXTRA_CA_CERTS) };
+  }
+
+  async close(): Promise<void> {
+    for (const { name, close } of this.closers.reverse()) await close().catch((error: Error) => log(`teardown of ${name}: ${error.message}`));
+    this.closers = [];
+    fs.rmSync(this.work, { recursive: true, force: true });
+  }
+}
+
+/** The npm registry this machine's npm uses (read at run time; never written in the repository). */
+export function npmRegistry(): string {
+  const out = execFileSync('npm', ['config', 'get', 'registry'], { encoding: 'utf8', env: { ...process.env, PATH: hostPath() }, stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+  return out.endsWith('/') ? out : `${out}/`;
+}
+
+function npmRegistryHost(): string {
+  return new URL(npmRegistry()).hostname;
+}
+
+/**
+ * One server of the e2e: a booted container with its own network, the forwarders into it,
+ * its stand-ins. Made by World (the scenario's one server) and by the fleet.
+ */
+export interface BootedServer {
+  container: Container;
+  net?: NetSlot;
+  forwarder?: Forwarder;
+  bootMs: number;
+  rootfsMs: number;
+}
+
+export async function bootServer(stage: Stage, options: WorldOptions & { files: ContainerFile[]; forwardUrls: string[] }): Promise<BootedServer> {
+  const suite = options.suite ?? stage.suite;
+  const rootfs = await ensureRootfs({ suite, extra: options.extraPackages }, log);
+  log(rootfs.cached ? `root filesystem from cache: ${path.basename(rootfs.tarball)}` : `root filesystem made in ${seconds(rootfs.ms)} (cached now)`);
+  const binds: Array<[string, string]> = [];
+  if (options.downloadCaches ?? process.env.E2E_DOWNLOAD_CACHE !== '0') {
+    // Download caches shared between runs (a fresh CI machine starts with them empty).
+    // apt's archive folder is per suite and server (apt locks it: two containers running at
+    // once must not share it); npm's cache is safe to share.
+    for (const [name, inside] of [[`apt-archives-${suite}-${options.hostname ?? 'srv-e2e'}`, '/var/cache/apt/archives'], ['npm-cache', '/root/.npm']] as const) {
+      const dir = path.join(E2E_CACHE, name);
+      fs.mkdirSync(dir, { recursive: true });
+      binds.push([dir, inside]);
+    }
+  }
+  const net = options.hostNetwork ? undefined : NetSlot.create();
+  const t = Date.now();
+  let container: Container | undefined;
+  let forwarder: Forwarder | undefined;
+  try {
+    const rootFiles = [...options.files];
+    // The container's apt sources (written by debootstrap) name the mirror the proxy lets through.
+    if (net) {
+      forwarder = new Forwarder(net.path, path.join(stage.work, `fwd-${net.index}`));
+      await forwarder.addUrls(stage.egress.url, ...options.forwardUrls);
+    }
+    container = await Container.boot({ tarball: rootfs.tarball, hostname: options.hostname ?? 'srv-e2e', binds, net, log, files: rootFiles, waitFor: options.waitFor });
+    const sources = [container.hostPath('/etc/apt/sources.list'), ...listDir(container.hostPath('/etc/apt/sources.list.d'))];
+    for (const file of sources) for (const host of aptSourceHosts(readOr(file))) stage.egress.allow(host);
+    return { container, net, forwarder, bootMs: Date.now() - t, rootfsMs: rootfs.cached ? 0 : rootfs.ms };
+  } catch (error) {
+    await container?.destroy().catch(() => undefined);
+    await forwarder?.close().catch(() => undefined);
+    net?.destroy();
+    throw error;
+  }
+}
+
+export async function shutdownServer(server: BootedServer): Promise<void> {
+  await server.container.destroy();
+  await server.forwarder?.close();
+  server.net?.destroy();
+}
+
+function listDir(dir: string): string[] {
+  return fs.existsSync(dir) ? fs.readdirSync(dir).map((f) => path.join(dir, f)) : [];
+}
+
+function readOr(file: string): string {
+  try {
+    return fs.readFileSync(file, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+/** Where channelPost() sends its requests: the container of the last World opened. */
+let channelTarget: { host: string; client: (n: number) => string } = { host: '127.0.0.1', client: (n) => `127.0.0.${n}` };
+
+export class World {
+  readonly suite: Suite;
+  secrets: Secrets;
+  stage: Stage;
+  container!: Container;
+  server!: BootedServer;
+  ai!: AiGateway;
+  mcp!: McpServer;
   argv: ArgvWatch;
   timings: Record<string, number> = {};
   notes: string[] = [];
   private closers: Array<{ name: string; close: () => Promise<void> }> = [];
 
-  constructor() {
+  constructor(readonly options: WorldOptions = {}) {
+    this.suite = options.suite ?? suiteFromEnv();
+    this.stage = new Stage(this.suite);
     const hex = (n: number) => randomBytes(n).toString('hex');
     this.secrets = {
       apiKey: `pkt_e2e_${hex(16)}`,
       meshAuthKey: `tskey-auth-e2e${hex(12)}`,
       mcpToken: `mcp_e2e_${hex(16)}`,
     };
-    this.argv = new ArgvWatch(() => this.secrets);
+    this.argv = new ArgvWatch(
+      () => this.secrets,
+      () => [process.pid, this.container?.initPid ?? 0],
+    );
+  }
+
+  /** The run's work folder (removed by close()). */
+  get work(): string {
+    return this.stage.work;
+  }
+
+  get setup(): StaticServer {
+    return this.stage.setup;
+  }
+
+  get apt(): Stage['apt'] {
+    return this.stage.apt;
+  }
+
+  /** "Debian 12 (bookworm)" */
+  get release(): string {
+    return releaseName(this.suite);
   }
 
   /** Builds and serves the artifacts, starts the stand-ins, boots the container. */
   async open(): Promise<void> {
-    const busy = hostPortHolders([GATEWAY_PORT, CHANNEL_PORT]);
-    if (busy.length > 0) throw new Error(`port(s) ${busy.join(', ')} are in use on this machine; the container shares its loopback, so the e2e needs them free`);
+    if (this.options.hostNetwork) {
+      const busy = hostPortHolders([GATEWAY_PORT, CHANNEL_PORT]);
+      if (busy.length > 0) throw new Error(`port(s) ${busy.join(', ')} are in use on this machine; the container shares its network, so the e2e needs them free`);
+    }
+    this.closers.push({ name: 'stage', close: () => this.stage.close() });
+    await this.stage.open();
+    this.timings.artifactsMs = this.stage.timings.artifactsMs!;
 
-    let t = Date.now();
-    const rootfs = await ensureRootfs(log);
-    this.timings.rootfsMs = rootfs.cached ? 0 : rootfs.ms;
-    log(rootfs.cached ? `root filesystem from cache: ${path.basename(rootfs.tarball)}` : `debootstrap took ${(rootfs.ms / 1000).toFixed(1)} s (cached now)`);
-
-    t = Date.now();
-    const node = nodeDist();
-    const setup = setupDir(this.work);
-    fs.symlinkSync(node, path.join(setup, 'node'));
-    const pkgs = standinPackages(this.work);
-    const aptRoot = meshAptRepo(this.work, SUITE);
-    const ca = makeTestCa();
-    this.timings.artifactsMs = Date.now() - t;
-
-    this.setup = await serveDirectory(setup, ca);
-    this.closers.push({ name: 'setup', close: () => this.setup.close() });
-    this.apt = await serveHttp(aptRoot);
-    this.closers.push({ name: 'apt', close: () => this.apt.close() });
     this.ai = await startAiGateway(() => this.secrets.apiKey!);
     this.closers.push({ name: 'ai', close: () => this.ai.close() });
     this.mcp = await startMcp(() => this.secrets.mcpToken!);
     this.closers.push({ name: 'mcp', close: () => this.mcp.close() });
 
-    const sources: Record<string, string> = {
-      SERVICE_ALLOW_UNSUPPORTED_OS: '1',
-      SERVICE_SETUP_URL: this.setup.url,
-      SERVICE_CA_BUNDLE: '/root/e2e/ca.pem',
-      SERVICE_DOWNLOAD_CA_FILE: '/root/e2e/ca.pem',
-      SERVICE_NODE_DIST_URL: `${this.setup.url}/node`,
-      SERVICE_LOSSLESS_CLAW_SOURCE: `/root/e2e/pkgs/${path.basename(pkgs.losslessClaw)}`,
-      SERVICE_MESH_APT_URL: `${this.apt.url}/tailscale/ubuntu`,
-      SERVICE_AI_GATEWAY_URL: this.ai.url,
-      SERVICE_MCP_URL: this.mcp.url,
-    };
+    const sources = this.stage.sources(this.ai, this.mcp);
     const answers: Record<string, string> = {
       SERVICE_CUSTOMER_NAME: CUSTOMER,
       SERVICE_API_KEY: this.secrets.apiKey!,
       SERVICE_MESH_AUTH_KEY: this.secrets.meshAuthKey!,
       SERVICE_MCP_TOKEN: this.secrets.mcpToken!,
     };
-    // The machine's own extra trust anchors (e.g. a TLS-inspecting egress proxy's CA in
-    // /usr/local/share/ca-certificates) go into the container too, and Node gets them the
-    // way it does on this host (NODE_EXTRA_CA_CERTS), so npm reaches the registry from inside.
-    const localCaDir = '/usr/local/share/ca-certificates';
-    const localCas = fs.existsSync(localCaDir) ? fs.readdirSync(localCaDir).filter((f) => f.endsWith('.crt')) : [];
-    if (localCas.length > 0 && process.env.NODE_EXTRA_CA_CERTS) {
-      sources.NODE_EXTRA_CA_CERTS = '/etc/ssl/certs/ca-certificates.crt';
-      this.notes.push(`the machine's extra CA certificates (${localCas.length} in ${localCaDir}) are trusted in the container too`);
+    const common = this.stage.containerFiles();
+    if (common.nodeExtraCa) {
+      this.notes.push(`the machine's extra CA certificates (${common.extraCas} in /usr/local/share/ca-certificates) are trusted in the container too`);
     }
-    const envFile = (vars: Record<string, string>) => Object.entries(vars).map(([k, v]) => `${k}='${v.replace(/'/g, `'\\''`)}'`).join('\n') + '\n';
+    const downloadCaches = this.options.downloadCaches ?? process.env.E2E_DOWNLOAD_CACHE !== '0';
+    this.notes.push(downloadCaches ? `download caches (apt-archives-${this.suite}-${this.options.hostname ?? 'srv-e2e'}, npm-cache): bound` : 'download caches: off (E2E_DOWNLOAD_CACHE=0)');
 
-    const binds: Array<[string, string]> = [];
-    if (process.env.E2E_DOWNLOAD_CACHE !== '0') {
-      // Download caches shared between runs (a fresh CI machine starts with them empty).
-      for (const [name, inside] of [['apt-archives', '/var/cache/apt/archives'], ['npm-cache', '/root/.npm']] as const) {
-        const dir = path.join(E2E_CACHE, name);
-        fs.mkdirSync(dir, { recursive: true });
-        binds.push([dir, inside]);
-      }
-      const warm = fs.readdirSync(path.join(E2E_CACHE, 'apt-archives')).some((f) => f.endsWith('.deb'));
-      this.notes.push(`download caches (.cache/e2e/apt-archives, npm-cache): ${warm ? 'warm' : 'cold'}`);
-    } else this.notes.push('download caches: off (E2E_DOWNLOAD_CACHE=0)');
-
-    t = Date.now();
-    this.container = await Container.boot({
-      tarball: rootfs.tarball,
-      hostname: 'srv-e2e',
-      binds,
-      log,
+    this.server = await bootServer(this.stage, {
+      ...this.options,
+      suite: this.suite,
+      hostname: this.options.hostname ?? 'srv-e2e',
+      downloadCaches,
+      forwardUrls: [this.setup.url, this.apt.url, this.ai.url, this.mcp.url],
       files: [
-        { path: '/root/e2e/ca.pem', content: fs.readFileSync(ca.caFile), mode: 0o644 },
+        ...common.files,
         { path: '/root/e2e/sources.env', content: envFile(sources), mode: 0o600 },
         { path: '/root/e2e/answers.env', content: envFile(answers), mode: 0o600 },
-        { path: `/root/e2e/pkgs/${path.basename(pkgs.losslessClaw)}`, content: fs.readFileSync(pkgs.losslessClaw), mode: 0o644 },
-        ...localCas.map((f) => ({ path: `${localCaDir}/${f}`, content: fs.readFileSync(path.join(localCaDir, f)), mode: 0o644 })),
+        ...(this.options.files ?? []),
       ],
     });
-    if (localCas.length > 0) await this.container.ok('update-ca-certificates >/dev/null 2>&1', { timeoutMs: 60_000 });
-    this.closers.push({ name: 'container', close: () => this.container.destroy() });
-    this.timings.bootMs = Date.now() - t;
-    log(`container booted in ${(this.timings.bootMs / 1000).toFixed(1)} s (init pid ${this.container.initPid}, root ${this.container.root})`);
+    this.container = this.server.container;
+    this.closers.push({ name: 'container', close: () => shutdownServer(this.server) });
+    if (common.extraCas > 0) await this.container.ok('update-ca-certificates >/dev/null 2>&1', { timeoutMs: 60_000 });
+    this.timings.rootfsMs = this.server.rootfsMs;
+    this.timings.bootMs = this.server.bootMs;
+    const net = this.server.net;
+    if (net) channelTarget = { host: net.address, client: (n) => net.clientAddress(n) };
+    log(`${this.release} container booted in ${seconds(this.timings.bootMs)} (init pid ${this.container.initPid}, root ${this.container.root}${net ? `, network ${net.netns} ${net.address}` : ''})`);
     this.argv.start();
+  }
+
+  /** Makes a host loopback service (a stand-in a module starts) reachable at the same URL inside. */
+  async forward(url: string): Promise<void> {
+    await this.server.forwarder?.addUrls(url);
+  }
+
+  /** The container's address as the host reaches it (127.0.0.1 when it shares the host's network). */
+  get address(): string {
+    return this.server.net?.address ?? '127.0.0.1';
+  }
+
+  /** What this suite stands in for (docs/e2e.md): the versions of the parts the deployment depends on. */
+  async platform(): Promise<string> {
+    const r = await this.container.sh(
+      `. /etc/os-release; printf '%s: ' "$PRETTY_NAME"
+printf 'nginx %s, ' "$(nginx -v 2>&1 | sed -n 's|.*nginx/||p')"
+printf 'OpenSSL %s, ' "$(openssl version | cut -d' ' -f2)"
+printf 'systemd %s, ' "$(systemctl --version | sed -n '1s/^systemd \\([0-9]*\\).*/\\1/p')"
+printf 'glibc %s, ' "$(ldd --version | sed -n '1s/.* //p')"
+printf 'apt %s, ' "$(apt-get --version | sed -n '1s/^apt \\([^ ]*\\).*/\\1/p')"
+printf 'Python %s' "$(python3 -c 'import platform; print(platform.python_version())' 2>/dev/null || echo none)"`,
+      { timeoutMs: 30_000 },
+    );
+    return r.stdout.trim();
   }
 
   async close(): Promise<void> {
     this.argv.stop();
+    if (this.container?.initPid) {
+      const platform = await this.platform().catch(() => '');
+      if (platform) this.notes.push(`platform: ${platform}`);
+    }
     const keep = process.env.E2E_KEEP === '1';
     for (const { name, close } of this.closers.reverse()) {
       if (keep && name === 'container') {
-        log(`E2E_KEEP=1: the container stays up: nsenter -t ${this.container.initPid} -a bash; stop it with: kill ${this.container.initPid}`);
+        log(`E2E_KEEP=1: the container stays up: nsenter -t ${this.container.initPid} -a bash; stop it with: kill ${this.container.initPid}${this.server.net ? `; then: ip netns del ${this.server.net.netns}` : ''}`);
         continue;
       }
+      if (keep && name === 'stage') continue;
       await close().catch((error: Error) => log(`teardown of ${name}: ${error.message}`));
     }
+    for (const note of this.stage.notes) this.notes.push(note);
     this.closers = [];
-    fs.rmSync(this.work, { recursive: true, force: true });
   }
 
   /** Replaces every secret value in text by its masked form (for failure messages). */
@@ -210,6 +425,11 @@ curl -fsSL --cacert /root/e2e/ca.pem "$SERVICE_SETUP_URL/install.sh" | bash -s -
   }
 }
 
+/** KEY='value' lines for `set -a; . FILE` (values single-quoted). */
+export function envFile(vars: Record<string, string>): string {
+  return Object.entries(vars).map(([k, v]) => `${k}='${v.replace(/'/g, `'\\''`)}'`).join('\n') + '\n';
+}
+
 /** The JSON document in a command's stdout (the last top-level object), or undefined. */
 export function parseJson(stdout: string): any {
   const text = stdout.trim();
@@ -230,6 +450,16 @@ export function parseJson(stdout: string): any {
 }
 
 /**
+ * The source address for a request from the host: "127.0.0.N" names client N, which is
+ * that loopback address when the container shares the host's network, and the N-th
+ * client address of the container's veth otherwise (each its own client for nginx).
+ */
+export function clientAddress(localAddress: string | undefined): string | undefined {
+  const m = localAddress === undefined ? undefined : /^127\.0\.0\.(\d+)$/.exec(localAddress);
+  return m ? channelTarget.client(Number(m[1])) : localAddress;
+}
+
+/**
  * One POST to the channel port from the host, with or without the knock, from a chosen
  * loopback source address (each address is its own client for nginx's limits).
  * Resolves with the status, or with the error when the connection is dropped.
@@ -239,13 +469,13 @@ export function channelPost(options: { knock?: string; localAddress?: string; he
     const body = options.body ?? '{"message":"hi"}';
     const req = https.request(
       {
-        host: '127.0.0.1',
+        host: channelTarget.host,
         port: CHANNEL_PORT,
         path: '/service-channel/chat',
         method: 'POST',
         rejectUnauthorized: false,
         agent: false,
-        localAddress: options.localAddress,
+        localAddress: clientAddress(options.localAddress),
         timeout: 15_000,
         headers: {
           'content-type': 'application/json',

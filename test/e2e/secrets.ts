@@ -23,7 +23,16 @@ export class ArgvWatch {
   private timer: NodeJS.Timeout | undefined;
   private seen = new Set<string>();
 
-  constructor(private readonly secrets: () => Secrets) {}
+  /**
+   * `roots`: when given, only the process trees under these pids are read (this process,
+   * which starts every nsenter, ssh and ansible, and each container's init, under which
+   * everything inside lives), not the whole machine: several e2e jobs run at once, and
+   * each reading every process ten times a second would cost a core.
+   */
+  constructor(
+    private readonly secrets: () => Secrets,
+    private readonly roots?: () => number[],
+  ) {}
 
   start(): void {
     this.timer = setInterval(() => this.sample(), 100);
@@ -35,11 +44,15 @@ export class ArgvWatch {
     this.sample();
   }
 
+  private pids(): string[] {
+    if (this.roots && HAS_CHILDREN_FILES) return descendants(this.roots());
+    return fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p));
+  }
+
   sample(): void {
     this.samples++;
     const secrets = Object.entries(this.secrets()).filter(([, v]) => v.length >= 8);
-    for (const pid of fs.readdirSync('/proc')) {
-      if (!/^\d+$/.test(pid)) continue;
+    for (const pid of this.pids()) {
       let argv: string;
       try {
         argv = fs.readFileSync(`/proc/${pid}/cmdline`, 'latin1');
@@ -60,6 +73,35 @@ export class ArgvWatch {
     }
   }
 }
+
+/** Every pid under the roots (through /proc/<pid>/task/<tid>/children), or every pid of the machine. */
+function descendants(roots: number[]): string[] {
+  const out: string[] = [];
+  const queue = roots.filter((p) => p > 0).map(String);
+  const seen = new Set<string>();
+  while (queue.length > 0) {
+    const pid = queue.shift()!;
+    if (seen.has(pid)) continue;
+    seen.add(pid);
+    out.push(pid);
+    let tasks: string[];
+    try {
+      tasks = fs.readdirSync(`/proc/${pid}/task`);
+    } catch {
+      continue; // exited meanwhile
+    }
+    for (const tid of tasks) {
+      try {
+        for (const child of fs.readFileSync(`/proc/${pid}/task/${tid}/children`, 'latin1').split(' ')) if (child) queue.push(child);
+      } catch {
+        // exited meanwhile
+      }
+    }
+  }
+  return out;
+}
+
+const HAS_CHILDREN_FILES = fs.existsSync(`/proc/${process.pid}/task/${process.pid}/children`);
 
 /** Writes the secrets as a grep pattern file inside the container (0600, under 0700 /root). */
 function writePatterns(container: Container, secrets: Secrets): string {

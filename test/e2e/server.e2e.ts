@@ -1,5 +1,5 @@
-// Real-server end to end (issue 7): the product deployed on a booted Debian 12 systemd
-// container the way a partner runs it, `curl <setup>/install.sh | bash -s -- --catalog`,
+// Real-server end to end (issue 7): the product deployed on a booted Debian systemd
+// container (bullseye, bookworm or trixie: E2E_SUITE, issue 15) the way a partner runs it, `curl <setup>/install.sh | bash -s -- --catalog`,
 // then operated: re-run, model change, tampering + guard + doctor, reset and restore.
 // Run with `npm run test:e2e` (scripts/e2e.mjs); docs/e2e.md says what is real and what
 // is a stand-in.
@@ -26,7 +26,7 @@ const USER_ENV = 'XDG_RUNTIME_DIR=/run/user/0';
 const LOGS = ['/var/log/service-deploy/install.log', '/var/log/service-deploy/guard.log', '/var/log/service-deploy/guard.log.1'];
 
 const world = new World();
-const report: Record<string, unknown> = { startedAt: new Date().toISOString() };
+const report: Record<string, unknown> = { startedAt: new Date().toISOString(), suite: world.suite, release: world.release };
 let broken: string | undefined;
 const started = Date.now();
 
@@ -89,7 +89,7 @@ async function doctorIds(): Promise<string[]> {
   return (r.json as Array<{ id: string }>).map((c) => c.id);
 }
 
-/** Every failing check of a doctor --json result except `os` (Debian 12 is unsupported on purpose). */
+/** Every failing check of a doctor --json result except `os` (Debian is unsupported on purpose). */
 function failing(doctor: any): Array<{ id: string; status: string; message: string }> {
   return (doctor?.checks ?? []).filter((c: { id: string; status: string }) => c.id !== 'os' && (c.status === 'fail' || c.status === 'crashed'));
 }
@@ -109,10 +109,10 @@ afterAll(async () => {
   await world.close();
   cleanupTempDirs();
   fs.mkdirSync(E2E_CACHE, { recursive: true });
-  fs.writeFileSync(path.join(E2E_CACHE, 'last-run.json'), JSON.stringify(report, null, 2) + '\n');
+  fs.writeFileSync(path.join(E2E_CACHE, `last-run-${world.suite}.json`), JSON.stringify(report, null, 2) + '\n');
 }, 5 * 60_000);
 
-describe.sequential('a partner deploys and operates the agent on a real server (Debian 12, systemd)', () => {
+describe.sequential(`a partner deploys and operates the agent on a real server (${world.release}, systemd)`, () => {
   let fresh: InstallRun;
   let backupArchive = '';
   let token = '';
@@ -282,7 +282,7 @@ systemctl restart nginx || true`);
     expect(after.exitCode, JSON.stringify(failing(after.json))).toBe(0);
     expect(after.json.ok).toBe(true);
     const os = (await world.deploy('doctor --json os')).json.checks[0];
-    // Debian 12 stands in for Ubuntu; with SERVICE_ALLOW_UNSUPPORTED_OS=1 (as the install
+    // Debian stands in for Ubuntu; with SERVICE_ALLOW_UNSUPPORTED_OS=1 (as the install
     // was run) doctor warns about it instead of failing.
     expect(os.status).toBe('warn');
     const whole = await world.deploy('doctor --json');

@@ -46,13 +46,14 @@ export interface Sandbox {
   close(): Promise<void>;
 }
 
-let shared: { ca: TestCa; dist: StaticServer } | undefined;
+const shared = new Map<string, { ca: TestCa; dist: StaticServer }>();
 
-async function nodeSource(): Promise<{ ca: TestCa; dist: StaticServer }> {
-  if (shared) return shared;
+/** The Node tarball source for `arch` (the machine's own by default; arm64 for the emulated arm64 binary). */
+async function nodeSource(arch: 'x64' | 'arm64' = process.arch === 'arm64' ? 'arm64' : 'x64'): Promise<{ ca: TestCa; dist: StaticServer }> {
+  const have = shared.get(arch);
+  if (have) return have;
   const ca = makeTestCa();
   const dir = tempDir('sd-nodedist-');
-  const arch = process.arch === 'arm64' ? 'arm64' : 'x64';
   const name = `node-v${NODE_VERSION}-linux-${arch}`;
   const stage = path.join(tempDir('sd-nodestage-'), name, 'bin');
   fs.mkdirSync(stage, { recursive: true });
@@ -66,8 +67,9 @@ async function nodeSource(): Promise<{ ca: TestCa; dist: StaticServer }> {
   fs.mkdirSync(path.join(dir, 'apt/ubuntu'), { recursive: true });
   fs.writeFileSync(path.join(dir, 'apt/ubuntu/noble.noarmor.gpg'), Buffer.from([0x99, 0x01, 0x0d, 0x04, 0xff, 0x00, 0x80]));
   fs.writeFileSync(path.join(dir, 'apt/google.pub'), '-----BEGIN PGP PUBLIC KEY BLOCK-----\nstand-in\n-----END PGP PUBLIC KEY BLOCK-----\n');
-  shared = { ca, dist: await serveDirectory(dir, ca) };
-  return shared;
+  const source = { ca, dist: await serveDirectory(dir, ca) };
+  shared.set(arch, source);
+  return source;
 }
 
 async function listen(handler: http.RequestListener): Promise<{ server: http.Server; url: string }> {
@@ -77,7 +79,7 @@ async function listen(handler: http.RequestListener): Promise<{ server: http.Ser
   return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
 }
 
-export async function makeSandbox(options: { os?: string } = {}): Promise<Sandbox> {
+export async function makeSandbox(options: { os?: string; arch?: 'x64' | 'arm64' } = {}): Promise<Sandbox> {
   const root = tempDir('sd-root-');
   const state = tempDir('sd-state-');
   const bin = tempDir('sd-bin-');
@@ -90,7 +92,7 @@ export async function makeSandbox(options: { os?: string } = {}): Promise<Sandbo
   fs.mkdirSync(path.join(root, 'etc'), { recursive: true });
   fs.writeFileSync(path.join(root, 'etc/os-release'), options.os ?? 'NAME="Ubuntu"\nID=ubuntu\nVERSION_ID="24.04"\nVERSION_CODENAME=noble\nPRETTY_NAME="Ubuntu 24.04 LTS"\n');
 
-  const { ca, dist } = await nodeSource();
+  const { ca, dist } = await nodeSource(options.arch);
   const mcp = { url: '', requests: 0, token: SECRETS.mcpToken };
   const mcpServer = await listen((req, res) => {
     mcp.requests++;

@@ -10,7 +10,8 @@ export const packagesCheck: Check = {
   async run({ host, components }) {
     const os = await readOs(host.files);
     const browser = browserFor(os, components);
-    const browserSkipped = browser.aptRepoUrl !== undefined && process.arch !== 'x64';
+    // The install skips the browser where none is known for the OS, or Chrome on arm64.
+    const browserSkipped = !browser || (browser.aptRepoUrl !== undefined && process.arch !== 'x64');
     const wanted = [...components.systemPackages, ...(browserSkipped ? [] : [browser.package])];
     const missing = await missingPackages(host, wanted);
     if (missing.length === 0) return pass(`${wanted.length} packages installed`);
