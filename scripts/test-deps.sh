@@ -8,40 +8,40 @@
 # the package list and the lock files (for the script's own test).
 set -euo pipefail
 read -r -a packages <<<"${TEST_DEPS_PACKAGES:-nginx openssl shellcheck binutils-aarch64-linux-gnu qemu-user-static libc6-arm64-cross libstdc++6-arm64-cross python3 file curl nftables}"
+if [ -z "${TEST_DEPS_PACKAGES:-}" ]; then
+  # Debian's cloud-init runs `cloud-init schema` on examples/cloud-init/user-data.yaml: its
+  # Python libraries are installed, the package itself only unpacked (below).
+  packages+=(python3-yaml python3-jsonschema python3-jinja2 python3-configobj python3-jsonpatch python3-requests python3-netifaces python3-oauthlib)
+fi
 read -r -a locks <<<"${TEST_DEPS_LOCKS:-/var/lib/dpkg/lock-frontend /var/lib/dpkg/lock /var/lib/apt/lists/lock /var/cache/apt/archives/lock}"
-# Debian's cloud-init runs `cloud-init schema` on examples/cloud-init/user-data.yaml: its
-# Python libraries are installed, the package itself only unpacked (below).
-packages+=(python3-yaml python3-jsonschema python3-jinja2 python3-configobj python3-jsonpatch python3-requests python3-netifaces python3-oauthlib)
+unpack_cloud_init() {
+  [ -z "${TEST_DEPS_PACKAGES:-}" ] || return 0
+  # Debian's cloud-init package, unpacked into .cache/cloud-init (not installed: an installed
+  # cloud-init would run at this machine's next boot, and every sandbox install's
+  # `cloud-init status --wait` would reach it).
+  cloud_init=".cache/cloud-init"
+  if [ ! -f "$cloud_init/root/usr/bin/cloud-init" ]; then
+    work="$(mktemp -d)"
+    trap 'rm -rf "$work"' EXIT
+    (cd "$work" && { apt-get download -qq -o APT::Sandbox::User=root cloud-init 2>/dev/null || { [ "$(id -u)" -eq 0 ] && apt-get update -qq && apt-get download -qq -o APT::Sandbox::User=root cloud-init; }; })
+    mkdir -p "$cloud_init"
+    rm -rf "$cloud_init/root.partial"
+    dpkg-deb -x "$work"/cloud-init_*.deb "$cloud_init/root.partial"
+    rm -rf "$cloud_init/root"
+    mv "$cloud_init/root.partial" "$cloud_init/root"
+  fi
+}
 missing=()
 for pkg in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
 done
-if [ ${#missing[@]} -gt 0 ]; then
-  if [ "$(id -u)" -ne 0 ]; then
-    echo "test dependencies missing: ${missing[*]} (run as root, or: sudo apt-get install ${missing[*]})" >&2
-    exit 1
-  fi
-  echo "installing test dependencies: ${missing[*]}" >&2
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-  # The tests start their own nginx on loopback; the package's default one is not needed.
-  if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then systemctl disable --now nginx >/dev/null 2>&1 || true; fi
+if [ ${#missing[@]} -eq 0 ]; then
+  unpack_cloud_init
+  exit 0
 fi
-
-# Debian's cloud-init package, unpacked into .cache/cloud-init (not installed: an installed
-# cloud-init would run at this machine's next boot, and every sandbox install's
-# `cloud-init status --wait` would reach it).
-cloud_init=".cache/cloud-init"
-if [ ! -f "$cloud_init/root/usr/bin/cloud-init" ]; then
-  work="$(mktemp -d)"
-  trap 'rm -rf "$work"' EXIT
-  (cd "$work" && { apt-get download -qq -o APT::Sandbox::User=root cloud-init 2>/dev/null || { [ "$(id -u)" -eq 0 ] && apt-get update -qq && apt-get download -qq -o APT::Sandbox::User=root cloud-init; }; })
-  mkdir -p "$cloud_init"
-  rm -rf "$cloud_init/root.partial"
-  dpkg-deb -x "$work"/cloud-init_*.deb "$cloud_init/root.partial"
-  rm -rf "$cloud_init/root"
-  mv "$cloud_init/root.partial" "$cloud_init/root"
+if [ "$(id -u)" -ne 0 ]; then
+  echo "test dependencies missing: ${missing[*]} (run as root, or: sudo apt-get install ${missing[*]})" >&2
+  exit 1
 fi
 echo "installing test dependencies: ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
@@ -80,3 +80,5 @@ apt-get "${apt_opts[@]}" update -qq
 apt-get "${apt_opts[@]}" install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 # The tests start their own nginx on loopback; the package's default one is not needed.
 if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then systemctl disable --now nginx >/dev/null 2>&1 || true; fi
+
+unpack_cloud_init

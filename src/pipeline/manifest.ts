@@ -60,6 +60,7 @@ export const MANAGED_PLACES: readonly string[] = [
   LAYOUT.userUnitDir,
   '/etc/service-deploy',
   LAYOUT.nginxSite,
+  LAYOUT.channelFirewallUnitFile,
   LAYOUT.guardCron,
   LAYOUT.guardScript,
   LAYOUT.binary,

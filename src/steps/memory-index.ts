@@ -104,7 +104,9 @@ export async function openModes(host: Host): Promise<string[]> {
 }
 
 function qmd(host: Host, args: string[]) {
-  return host.exec.run(host.paths.real(LAYOUT.qmdBin), args, { env: runtimeEnv(host), timeoutMs: 10 * 60_000 });
+  // QMD needs the pinned Node on PATH and root's home (its index and config), nothing of OpenClaw's.
+  const { PATH, HOME, NO_COLOR } = runtimeEnv(host);
+  return host.exec.run(host.paths.real(LAYOUT.qmdBin), args, { env: { PATH, HOME, NO_COLOR }, timeoutMs: 10 * 60_000 });
 }
 
 /**

@@ -56,7 +56,8 @@ describe('/usr/local/bin/service-guard.sh, executed', () => {
 
     fs.rmSync(path.join(sb.root, LAYOUT.answersFile));
     const failed = await runGuardScript();
-    expect(failed.exitCode).toBe(1);
+    // Without answers the guard refuses (the exit-code rule: 2, nothing changed), and the script passes that on.
+    expect(failed.exitCode).toBe(2);
     expect(failed.stderr).toMatch(/no stored answers/);
   });
 });

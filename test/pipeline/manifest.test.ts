@@ -52,7 +52,11 @@ const NOT_OURS = [
   /^\/var\/log\/service-deploy\//,
   /^\/var\/lib\/service-deploy\/manifest\.json$/,
   /^\/opt\/service-deploy\/plugins\/package\.json$/, // npm adds the dependency to it
-  /^\/opt\/service-deploy\/node\/bin\/(npm|_lib\.sh|\.openclaw-standin)$/, // the rest of the (stand-in) Node tarball
+  /^\/opt\/service-deploy\/node\/bin\/(npm|qmd|_lib\.sh|\.openclaw-standin)$/, // the rest of the (stand-in) Node tarball
+  /^\/opt\/service-deploy\/qmd\/node_modules\/\.bin\/_lib\.sh$/, // the stand-in qmd's helper
+  /^\/opt\/service-deploy\/qmd\/package\.json$/, // npm records the dependencies in it
+  /^\/opt\/service-deploy\/qmd\/node_modules\/(@node-llama-cpp\/linux-|sqlite-vec-linux-)/, // QMD's CPU build parts, npm's
+  /^\/root\/\.(cache|config)\/qmd\//, // QMD's own index and collection config (its data, checked by doctor's memory check)
 ];
 
 describe('install manifest', () => {
