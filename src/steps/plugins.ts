@@ -34,7 +34,12 @@ export const memoryStep: Step = {
       await npm(host, [
         'install', '--prefix', host.paths.real(LAYOUT.qmdPrefix), '--omit=optional', '--no-audit', '--no-fund', '--save-exact',
         components.sources.qmdSpec, ...cpu,
-      ]);
+      ], {
+        // Where the CPU prebuild cannot load (an older glibc), node-llama-cpp's install
+        // script would clone llama.cpp from GitHub and compile it: never on a customer's
+        // server. QMD's search works without it; only local embeddings need it.
+        env: { NODE_LLAMA_CPP_SKIP_DOWNLOAD: 'true' },
+      });
     });
     await recordProgramFiles(host, qmdFiles(components.qmd.package));
   },

@@ -28,6 +28,7 @@ const ALLOWED = new Set<string>([
   'XDG_RUNTIME_DIR', 'DBUS_SESSION_BUS_ADDRESS', // systemctl --user
   'DEBIAN_FRONTEND', 'NEEDRESTART_MODE', // apt-get
   'OPENCLAW_STATE_DIR', 'OPENCLAW_CONFIG_PATH', 'NO_COLOR', // openclaw, npm
+  'NODE_LLAMA_CPP_SKIP_DOWNLOAD', // npm installing QMD: no source build of llama.cpp
   'SERVICE_DEPLOY_ROOT', // sandbox only: where the stand-ins find the server
   'PWD', 'OLDPWD', // set by the shell of a stand-in itself
 ]);
