@@ -49,7 +49,7 @@ function step(name: string, timeoutMs: number, fn: () => Promise<void>): void {
       broken = name;
       log(`FAIL ${name} (${seconds(Date.now() - t)})`);
       const extra = await world.container
-        ?.sh('tail -n 40 /var/log/cloud-init-output.log; echo "--- cloud-init.log"; grep -E "WARNING|ERROR|Traceback" /var/log/cloud-init.log | tail -n 30; echo "--- status"; cloud-init status --long; journalctl -u e2e-apt-lock -u e2e-boot-apt --no-pager -n 20', { timeoutMs: 30_000 })
+        ?.sh('tail -n 40 /var/log/cloud-init-output.log; echo "--- cloud-init.log"; grep -E "WARNING|ERROR|Traceback" /var/log/cloud-init.log | tail -n 30; echo "--- status"; cloud-init status --long; journalctl -u e2e-apt-lock -u e2e-boot-apt --no-pager -n 20; echo "--- install.log"; tail -n 30 /var/log/service-deploy/install.log; echo "--- result.json"; tail -c 2500 /root/service-deploy/result.json', { timeoutMs: 30_000 })
         .catch(() => undefined);
       throw new Error(`${world.masked((error as Error).message)}\n--- diagnostics (secrets masked)\n${world.masked(`${extra?.stdout ?? ''}${extra?.stderr ?? ''}`).slice(-6000)}`);
     }
