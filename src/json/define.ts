@@ -9,8 +9,9 @@ import { z } from 'zod';
  */
 
 /** `error` of every failed document, and the whole of the error envelope. */
-export const ErrorBody = z
-  .object({
+let errorBodySchema: ReturnType<typeof buildErrorBody> | undefined;
+function buildErrorBody() {
+  return z.object({
     code: z
       .string()
       .regex(/^[a-z][a-z0-9-]*$/)
@@ -19,7 +20,12 @@ export const ErrorBody = z
     hint: z.string().nullable().describe('What to do next, or null'),
     exitCode: z.number().int().min(0).max(255).describe('The exit code the command ends with'),
   });
-export type ErrorBody = z.infer<typeof ErrorBody>;
+}
+export function errorBody() {
+  errorBodySchema ??= buildErrorBody();
+  return errorBodySchema;
+}
+export type ErrorBody = z.infer<ReturnType<typeof errorBody>>;
 
 /** One `--json` document: its name (the schema file's), version and shape. */
 export interface JsonOutput<S extends z.ZodRawShape = z.ZodRawShape> {
@@ -28,29 +34,41 @@ export interface JsonOutput<S extends z.ZodRawShape = z.ZodRawShape> {
   readonly title: string;
   /** Which command prints it, for the docs and the schema's description. */
   readonly printedBy: string;
+  /** Built on first use: a command builds only the schema of the document it prints. */
   readonly schema: z.ZodObject<
-    { schemaVersion: z.ZodLiteral<number>; ok: z.ZodBoolean } & S & { error: z.ZodOptional<typeof ErrorBody> }
+    { schemaVersion: z.ZodLiteral<number>; ok: z.ZodBoolean } & S & { error: z.ZodOptional<ReturnType<typeof errorBody>> }
   >;
 }
 
 /**
  * Declares an output. `version` starts at 1 and is raised only when a key changes meaning
- * or disappears; adding a key (at the end of an object) keeps it.
+ * or disappears; adding a key (at the end of an object) keeps it. `shape` is a function,
+ * called once when the output is first printed (zod schemas cost time to build, and a
+ * start-up that prints one document should not build twenty).
  */
 export function defineOutput<S extends z.ZodRawShape>(spec: {
   name: string;
   version: number;
   title: string;
   printedBy: string;
-  shape: S;
+  shape: () => S;
 }): JsonOutput<S> {
-  const schema = z.object({
-    schemaVersion: z.literal(spec.version).describe('Version of this document\'s shape; raised only when a key changes meaning or disappears'),
-    ok: z.boolean().describe('The command did what was asked (exit code 0); when false, `error` says why'),
-    ...spec.shape,
-    error: ErrorBody.optional().describe('Present exactly when ok is false'),
-  }) as unknown as JsonOutput<S>['schema'];
-  return { name: spec.name, version: spec.version, title: spec.title, printedBy: spec.printedBy, schema };
+  let schema: JsonOutput<S>['schema'] | undefined;
+  return {
+    name: spec.name,
+    version: spec.version,
+    title: spec.title,
+    printedBy: spec.printedBy,
+    get schema() {
+      schema ??= z.object({
+        schemaVersion: z.literal(spec.version).describe("Version of this document's shape; raised only when a key changes meaning or disappears"),
+        ok: z.boolean().describe('The command did what was asked (exit code 0); when false, `error` says why'),
+        ...spec.shape(),
+        error: errorBody().optional().describe('Present exactly when ok is false'),
+      }) as unknown as JsonOutput<S>['schema'];
+      return schema;
+    },
+  };
 }
 
 /** What a producer passes: the document without `schemaVersion` (the output adds it). */

@@ -7,20 +7,20 @@ import { defineOutput, type JsonOutput } from './define.js';
  * writes its `schemas/<name>.schema.json`, and test/json/ checks both.
  */
 
-const path = z.string().describe('An absolute path on this server');
+const absolutePath = () => z.string().describe('An absolute path on this server');
 
 // ---- install, reset, restore -------------------------------------------------------
 
-const recap = z.object({ ok: z.number().int(), changed: z.number().int(), skipped: z.number().int(), failed: z.number().int() });
+const recap = () => z.object({ ok: z.number().int(), changed: z.number().int(), skipped: z.number().int(), failed: z.number().int() });
 
 export const installOutput = defineOutput({
   name: 'install',
   version: 1,
   title: 'Install recap',
   printedBy: '`install --json`, `install --catalog`, `install --check --json` / `--diff --json`, and `restore ARCHIVE --json` (the install it runs)',
-  shape: {
+  shape: () => ({
     mode: z.enum(['check', 'apply']).describe('check: nothing was written (--check/--diff); apply: the run'),
-    recap: recap.describe("Ansible's recap: steps ok, changed, skipped, failed"),
+    recap: recap().describe("Ansible's recap: steps ok, changed, skipped, failed"),
     durationMs: z.number().int(),
     steps: z.array(
       z.object({
@@ -33,22 +33,22 @@ export const installOutput = defineOutput({
         hint: z.string().optional(),
       }),
     ),
-  },
+  }),
 });
 
-const skippedEntry = z.object({ path: z.string(), why: z.string() });
+const skippedEntry = () => z.object({ path: z.string(), why: z.string() });
 
 export const resetOutput = defineOutput({
   name: 'reset',
   version: 1,
   title: 'Reset (--reset-clean) result',
   printedBy: '`install --reset-clean --yes --json`',
-  shape: {
-    backup: path.describe('The backup archive written before anything was removed'),
+  shape: () => ({
+    backup: absolutePath().describe('The backup archive written before anything was removed'),
     entries: z.number().int(),
-    skipped: z.array(skippedEntry).describe('Left out of the backup, with why'),
-    removed: z.array(path),
-  },
+    skipped: z.array(skippedEntry()).describe('Left out of the backup, with why'),
+    removed: z.array(absolutePath()),
+  }),
 });
 
 export const resetPlanOutput = defineOutput({
@@ -56,12 +56,12 @@ export const resetPlanOutput = defineOutput({
   version: 1,
   title: 'Reset (--reset-clean) plan',
   printedBy: '`install --reset-clean --check --json`',
-  shape: {
+  shape: () => ({
     mode: z.literal('check'),
-    backup: z.object({ archive: path, entries: z.number().int(), bytes: z.number().int(), items: z.array(path), skipped: z.array(skippedEntry) }),
-    remove: z.array(path),
+    backup: z.object({ archive: absolutePath(), entries: z.number().int(), bytes: z.number().int(), items: z.array(absolutePath()), skipped: z.array(skippedEntry()) }),
+    remove: z.array(absolutePath()),
     commands: z.array(z.string()),
-  },
+  }),
 });
 
 export const restorePlanOutput = defineOutput({
@@ -69,14 +69,14 @@ export const restorePlanOutput = defineOutput({
   version: 1,
   title: 'Restore plan',
   printedBy: '`restore ARCHIVE --check --json` (`restore ARCHIVE --json` prints the install recap of the run)',
-  shape: {
+  shape: () => ({
     mode: z.literal('check'),
     archive: z.string(),
     entries: z.number().int(),
     bytes: z.number().int(),
     items: z.array(
       z.object({
-        path,
+        path: absolutePath(),
         kind: z.enum(['file', 'directory', 'symlink']),
         size: z.number().int(),
         mode: z.string().regex(/^0[0-7]{3,4}$/),
@@ -85,10 +85,10 @@ export const restorePlanOutput = defineOutput({
         target: z.string().optional(),
       }),
     ),
-    createFolders: z.array(path),
-    remove: z.array(path),
+    createFolders: z.array(absolutePath()),
+    remove: z.array(absolutePath()),
     then: z.string(),
-  },
+  }),
 });
 
 export const renderOutput = defineOutput({
@@ -96,25 +96,25 @@ export const renderOutput = defineOutput({
   version: 1,
   title: 'Rendered file',
   printedBy: '`render FILE --json`',
-  shape: {
+  shape: () => ({
     file: z.string().describe('The render target (runtime-config, nginx, ...)'),
     content: z.string().describe('The file as the install would write it; secrets masked unless --show-secrets'),
-  },
+  }),
 });
 
 // ---- doctor, status, guard ------------------------------------------------------------
 
-const checkStatus = z.enum(['pass', 'warn', 'fail', 'skip', 'crashed']);
-const fixAction = z.enum(['files', 'runtime-config', 'cron', 'guard', 'nginx-site', 'nginx-restart', 'channel-limits', 'gateway-restart']);
-const checkReport = z.object({
+const checkStatus = () => z.enum(['pass', 'warn', 'fail', 'skip', 'crashed']);
+const fixAction = () => z.enum(['files', 'runtime-config', 'cron', 'guard', 'nginx-site', 'nginx-restart', 'channel-limits', 'gateway-restart']);
+const checkReport = () => z.object({
   id: z.string(),
   title: z.string(),
-  status: checkStatus,
+  status: checkStatus(),
   message: z.string(),
   fix: z.string().optional(),
   commands: z.array(z.string()).optional(),
   fixable: z.boolean(),
-  action: fixAction.optional(),
+  action: fixAction().optional(),
   durationMs: z.number().int(),
 });
 
@@ -123,13 +123,13 @@ export const doctorOutput = defineOutput({
   version: 1,
   title: 'Doctor report',
   printedBy: '`doctor --json`, `doctor --fix --json`, `doctor CHECK... --json`',
-  shape: {
+  shape: () => ({
     summary: z.object({ pass: z.number().int(), warn: z.number().int(), fail: z.number().int(), skip: z.number().int(), crashed: z.number().int() }),
-    checks: z.array(checkReport),
-    fixes: z.array(z.object({ id: fixAction, title: z.string(), ok: z.boolean(), error: z.string().optional() })).optional(),
-    before: z.array(checkReport).optional(),
+    checks: z.array(checkReport()),
+    fixes: z.array(z.object({ id: fixAction(), title: z.string(), ok: z.boolean(), error: z.string().optional() })).optional(),
+    before: z.array(checkReport()).optional(),
     deployed: z.boolean().describe('false: nothing is deployed on this server, so no check ran (error.code not-deployed)'),
-  },
+  }),
 });
 
 export const doctorChecksOutput = defineOutput({
@@ -137,30 +137,30 @@ export const doctorChecksOutput = defineOutput({
   version: 1,
   title: 'Doctor checks',
   printedBy: '`doctor --list-checks --json`',
-  shape: { checks: z.array(z.object({ id: z.string(), title: z.string() })) },
+  shape: () => ({ checks: z.array(z.object({ id: z.string(), title: z.string() })) }),
 });
 
-const componentState = z.object({ installed: z.string().optional().describe('Absent when not installed'), pinned: z.string() });
+const componentState = () => z.object({ installed: z.string().optional().describe('Absent when not installed'), pinned: z.string() });
 
 export const statusOutput = defineOutput({
   name: 'status',
   version: 1,
   title: 'Deployment status',
   printedBy: '`status --json`',
-  shape: {
+  shape: () => ({
     deployed: z.boolean(),
     customer: z.string().optional(),
     model: z.string().optional(),
     meshHostname: z.string().optional(),
     channel: z.boolean(),
-    components: z.object({ node: componentState, openclaw: componentState, qmd: componentState, 'lossless-claw': componentState }),
+    components: z.object({ node: componentState(), openclaw: componentState(), qmd: componentState(), 'lossless-claw': componentState() }),
     services: z.object({
       gateway: z.boolean(),
       health: z.boolean(),
       mesh: z.enum(['running', 'logged-out', 'not-installed']),
       serving: z.boolean(),
     }),
-  },
+  }),
 });
 
 export const guardOutput = defineOutput({
@@ -168,30 +168,30 @@ export const guardOutput = defineOutput({
   version: 1,
   title: 'Guard run',
   printedBy: '`guard --json`, `guard --check --json`',
-  shape: {
+  shape: () => ({
     check: z.boolean(),
     changed: z.boolean().describe('Something was (or, with check, would be) restored'),
     restarted: z.boolean(),
     restorations: z.array(z.object({ what: z.string(), before: z.string(), after: z.string() })),
-  },
+  }),
 });
 
 // ---- gateway, devices, profile -----------------------------------------------------
 
-const health = z.object({ ok: z.boolean(), detail: z.string() });
+const healthState = () => z.object({ ok: z.boolean(), detail: z.string() });
 
 export const gatewayStatusOutput = defineOutput({
   name: 'gateway-status',
   version: 1,
   title: 'Gateway status',
   printedBy: '`gateway status --json`',
-  shape: {
+  shape: () => ({
     unit: z.string(),
     active: z.boolean(),
     pid: z.number().int().nullable(),
-    health: health.extend({ url: z.string() }),
+    health: healthState().extend({ url: z.string() }),
     runtime: z.object({ exitCode: z.number().int().nullable(), output: z.string() }).describe("`openclaw gateway status`, secrets masked"),
-  },
+  }),
 });
 
 export const gatewayRestartOutput = defineOutput({
@@ -199,7 +199,7 @@ export const gatewayRestartOutput = defineOutput({
   version: 1,
   title: 'Gateway restart',
   printedBy: '`gateway restart --json`',
-  shape: { unit: z.string(), restarted: z.boolean(), pid: z.number().int().nullable(), health },
+  shape: () => ({ unit: z.string(), restarted: z.boolean(), pid: z.number().int().nullable(), health: healthState() }),
 });
 
 export const gatewayLogsOutput = defineOutput({
@@ -207,7 +207,7 @@ export const gatewayLogsOutput = defineOutput({
   version: 1,
   title: 'Gateway journal',
   printedBy: '`gateway logs --json [-n N]`',
-  shape: {
+  shape: () => ({
     unit: z.string(),
     entries: z.array(
       z.object({
@@ -217,7 +217,7 @@ export const gatewayLogsOutput = defineOutput({
         message: z.string().describe('Secrets masked'),
       }),
     ),
-  },
+  }),
 });
 
 export const devicesListOutput = defineOutput({
@@ -225,10 +225,10 @@ export const devicesListOutput = defineOutput({
   version: 1,
   title: 'Device pairing requests',
   printedBy: '`devices list --json`',
-  shape: {
+  shape: () => ({
     pending: z.array(z.looseObject({}).describe("OpenClaw's own pairing request (requestId, displayName, platform, ...)")),
     paired: z.array(z.looseObject({})),
-  },
+  }),
 });
 
 export const devicesApproveOutput = defineOutput({
@@ -236,7 +236,7 @@ export const devicesApproveOutput = defineOutput({
   version: 1,
   title: 'Device approved',
   printedBy: '`devices approve ID --json`',
-  shape: { approved: z.string(), output: z.string() },
+  shape: () => ({ approved: z.string(), output: z.string() }),
 });
 
 export const profileOutput = defineOutput({
@@ -244,7 +244,7 @@ export const profileOutput = defineOutput({
   version: 1,
   title: 'Service profile',
   printedBy: '`profile --json`',
-  shape: {
+  shape: () => ({
     serviceName: z.string(),
     setupUrl: z.string(),
     aiGatewayUrl: z.string(),
@@ -256,7 +256,7 @@ export const profileOutput = defineOutput({
     voiceProviders: z.array(z.string()).length(2),
     portalApiKeysPage: z.string(),
     portalMcpTokensPage: z.string(),
-  },
+  }),
 });
 
 // ---- chat, partner ---------------------------------------------------------------------
@@ -266,17 +266,17 @@ export const chatOutput = defineOutput({
   version: 1,
   title: 'Chat reply',
   printedBy: '`chat --json`',
-  shape: { reply: z.string(), sessionId: z.string(), model: z.string() },
+  shape: () => ({ reply: z.string(), sessionId: z.string(), model: z.string() }),
 });
 
-const apiAnswer = z.unknown().describe("The partner API's answer as it came (null when it had no body)");
+const apiAnswer = () => z.unknown().describe("The partner API's answer as it came (null when it had no body)");
 
 export const partnerOnboardOutput = defineOutput({
   name: 'partner-onboard',
   version: 1,
   title: 'Customer onboarded',
   printedBy: '`partner onboard --json`',
-  shape: { customerId: z.string(), customer: z.looseObject({}).describe("The API's answer as it came") },
+  shape: () => ({ customerId: z.string(), customer: z.looseObject({}).describe("The API's answer as it came") }),
 });
 
 export const partnerMapAgentOutput = defineOutput({
@@ -284,7 +284,7 @@ export const partnerMapAgentOutput = defineOutput({
   version: 1,
   title: 'Agent mapped',
   printedBy: '`partner map-agent --json`',
-  shape: { provider: z.string(), agentId: z.string(), customerId: z.string(), profitMultiplier: z.number(), response: apiAnswer },
+  shape: () => ({ provider: z.string(), agentId: z.string(), customerId: z.string(), profitMultiplier: z.number(), response: apiAnswer() }),
 });
 
 export const partnerAddMemberOutput = defineOutput({
@@ -292,7 +292,7 @@ export const partnerAddMemberOutput = defineOutput({
   version: 1,
   title: 'Team member added',
   printedBy: '`partner add-member --json`',
-  shape: { customerId: z.string(), email: z.string(), role: z.string(), response: apiAnswer },
+  shape: () => ({ customerId: z.string(), email: z.string(), role: z.string(), response: apiAnswer() }),
 });
 
 export const partnerOnboardFlowOutput = defineOutput({
@@ -300,15 +300,15 @@ export const partnerOnboardFlowOutput = defineOutput({
   version: 1,
   title: 'Onboard flow',
   printedBy: '`partner onboard-flow --json` (also when a step fails: then with what to resume)',
-  shape: {
+  shape: () => ({
     customerId: z.string().nullable().describe('null when onboarding itself failed (nothing was created)'),
     customer: z.looseObject({}).optional(),
-    agentMapping: apiAnswer.optional(),
-    members: z.array(z.object({ email: z.string(), role: z.string(), response: apiAnswer.optional() })).optional(),
+    agentMapping: apiAnswer().optional(),
+    members: z.array(z.object({ email: z.string(), role: z.string(), response: apiAnswer().optional() })).optional(),
     completedSteps: z.array(z.string()).optional().describe('On failure: the steps that were done'),
     failedStep: z.string().optional(),
     resumeCommands: z.array(z.string()).optional().describe('On failure: the commands that finish the remaining steps'),
-  },
+  }),
 });
 
 // ---- the error envelope --------------------------------------------------------------
@@ -318,7 +318,7 @@ export const errorOutput = defineOutput({
   version: 1,
   title: 'Error envelope',
   printedBy: 'Any command given --json (or install --catalog) that ends before printing its own document: bad usage, refusals, failures',
-  shape: {},
+  shape: () => ({}),
 });
 
 /** Every output, in the order of docs/json.md. */
