@@ -1,8 +1,9 @@
 import yargs from 'yargs';
-import { CancelledError, DeployError, ExitCode, UsageError, exitCodeOf } from './errors.js';
-import { printError } from './output.js';
+import { ArgumentError, CancelledError, DeployError, ExitCode, exitCodeOf } from './errors.js';
+import { jsonDocumentsPrinted, printError, resetJsonDocuments, wantsJson } from './output.js';
 import { VERSION } from './version.js';
 import { commands } from './commands/index.js';
+import { sourceMapped } from './stack.js';
 import { checkEnvironment } from './environment.js';
 
 const EPILOG = `Exit codes: 0 done, 1 failed while working, 2 refused (bad usage, input or archive, or an
@@ -31,7 +32,7 @@ export function buildCli(args: string[]) {
     .fail((message, error) => {
       // yargs calls this for parse errors (message) and for handler errors (error).
       if (error) throw error;
-      throw new UsageError(message ?? 'invalid usage', 'see `service-deploy --help`');
+      throw usageError(message ?? 'invalid usage', args);
     });
   for (const command of commands) cli = cli.command(command);
   return cli;
@@ -39,24 +40,67 @@ export function buildCli(args: string[]) {
 
 /** Parses, runs the matched command, and maps any error to a message and an exit code. */
 export async function main(args: string[]): Promise<void> {
+  resetJsonDocuments();
   try {
     await buildCli(args).parseAsync();
   } catch (error) {
-    reportError(error);
+    reportError(error, args.includes('--verbose'));
     process.exitCode = exitCodeOf(error);
+    // --json: JSON on stdout whatever happens. A command that already printed its own
+    // document (with ok: false and its error) is not printed over.
+    if (wantsJson(args, commandPath(args) === 'install') && jsonDocumentsPrinted() === 0) (await import('./json/index.js')).emitError(error);
     return;
   }
   process.exitCode ??= ExitCode.ok;
 }
 
-export function reportError(error: unknown): void {
+const SUBCOMMANDS: Record<string, string[]> = {
+  partner: ['onboard', 'map-agent', 'add-member', 'onboard-flow'],
+  devices: ['list', 'approve'],
+  gateway: ['status', 'restart', 'logs'],
+};
+
+/** The command a command line names (`render`, `partner onboard`), for messages; install is the default. */
+export function commandPath(args: readonly string[]): string {
+  const words = args.filter((arg) => !arg.startsWith('-'));
+  const top = commands.map((c) => String(Array.isArray(c.command) ? c.command[0] : c.command).split(' ')[0]);
+  if (!words[0] || !top.includes(words[0])) return 'install';
+  return words[1] && SUBCOMMANDS[words[0]]?.includes(words[1]) ? `${words[0]} ${words[1]}` : words[0];
+}
+
+/** yargs' parse errors, reworded to name the flag and the command (exit 2, code usage). */
+function usageError(message: string, args: readonly string[]): ArgumentError {
+  const command = commandPath(args);
+  const hint = `see \`service-deploy ${command} --help\` for its options; nothing was changed`;
+  const unknown = /^Unknown arguments?: (.+)$/s.exec(message);
+  if (!unknown) return new ArgumentError(message, hint);
+  // yargs names an unknown --reset-clean twice (reset-clean, resetClean): once is enough.
+  const kebab = (name: string) => name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+  const names = [...new Set(unknown[1]!.split(', ').map((name) => (given(kebab(name)) ? kebab(name) : name)))];
+  function given(name: string) {
+    return args.some((arg) => arg === `--${name}` || arg.startsWith(`--${name}=`) || arg === `--no-${name}` || arg === `-${name}`);
+  }
+  // As typed: `--no-such-flag` is reported by yargs as `such-flag`.
+  const shown = (name: string) => (name.length === 1 ? `-${name}` : args.includes(`--no-${name}`) && !args.some((a) => a === `--${name}` || a.startsWith(`--${name}=`)) ? `--no-${name}` : `--${name}`);
+  const flags = names.filter(given).map(shown);
+  const words = names.filter((name) => !given(name)).map((name) => JSON.stringify(name));
+  const parts = [
+    ...(flags.length ? [`${flags.join(', ')} ${flags.length > 1 ? 'are not options' : 'is not an option'} of \`${command}\``] : []),
+    ...(words.length ? [`unexpected argument${words.length > 1 ? 's' : ''} ${words.join(', ')} for \`${command}\``] : []),
+  ];
+  return new ArgumentError(parts.join('; '), hint);
+}
+
+export function reportError(error: unknown, verbose = false): void {
   if (error instanceof CancelledError) {
     printError(`Cancelled: ${error.message}`);
   } else if (error instanceof DeployError) {
     printError(`Error: ${error.message}`);
     if (error.hint) printError(`  -> ${error.hint}`);
+    // --verbose: where it was raised, in the TypeScript sources.
+    if (verbose && error.stack) printError(sourceMapped(error.stack).split('\n').filter((line) => /^\s+at /.test(line)).join('\n'));
   } else {
-    const text = error instanceof Error ? (error.stack ?? error.message) : String(error);
+    const text = error instanceof Error ? (error.stack ? sourceMapped(error.stack) : error.message) : String(error);
     printError(`Internal error: ${text}`);
     printError('  -> this is a bug in service-deploy; please report it with the output above');
   }

@@ -15,6 +15,8 @@ export type ExitCode = number;
 
 export class DeployError extends Error {
   readonly exitCode: ExitCode = ExitCode.failure as ExitCode;
+  /** Stable, machine-readable kind of failure: `error.code` of the --json error envelope (docs/json.md). */
+  readonly code: string = 'failed';
   constructor(
     message: string,
     readonly hint?: string,
@@ -28,11 +30,18 @@ export class DeployError extends Error {
 /** Refused: bad flags, answers, environment, files or archives, or an unsafe state. Exit 2, nothing changed. */
 export class UsageError extends DeployError {
   override readonly exitCode: ExitCode = ExitCode.usage;
+  override readonly code: string = 'refused';
+}
+
+/** The command line itself is wrong: an unknown or inapplicable option, a missing argument (exit 2). */
+export class ArgumentError extends UsageError {
+  override readonly code: string = 'usage';
 }
 
 /** Another run holds a lock we need: refused, nothing changed (exit 2). */
 export class LockBusyError extends DeployError {
   override readonly exitCode: ExitCode = ExitCode.usage;
+  override readonly code: string = 'busy';
 }
 
 /** A command we ran failed; message and output are already redacted. */
@@ -44,13 +53,20 @@ export class CommandError extends DeployError {
   ) {
     super(message, hint);
   }
+  override readonly code: string = 'command-failed';
 }
 
 /** The user cancelled a prompt (Ctrl-C): not a failure. */
 export class CancelledError extends DeployError {
   override readonly exitCode: ExitCode = ExitCode.ok;
+  override readonly code: string = 'cancelled';
 }
 
 export function exitCodeOf(error: unknown): ExitCode {
   return error instanceof DeployError ? error.exitCode : ExitCode.failure;
+}
+
+/** `error.code` for any error: the class's own, or `internal` for anything that is not ours (a bug). */
+export function errorCodeOf(error: unknown): string {
+  return error instanceof DeployError ? error.code : 'internal';
 }

@@ -7,6 +7,7 @@ import { PathMap } from '../host/paths.js';
 import { Redactor } from '../host/redact.js';
 import { CHANNEL_PORT, LAYOUT } from '../layout.js';
 import { parseEnvFile } from './env-file.js';
+import { chatOutput, emitJson } from '../json/index.js';
 import { CHANNEL_PATH, HEADER, MAX_BODY_BYTES, SESSION_ID_PATTERN, signRequest, type ChannelResponse } from './protocol.js';
 
 /**
@@ -306,7 +307,7 @@ export async function runChat(options: ChatOptions, context: ChatContext): Promi
     throw error;
   }
   const answer = interpretResponse(response);
-  if (options.json) context.stdout(JSON.stringify(answer, null, 2));
+  if (options.json) emitJson(chatOutput, { ok: true, ...answer }, context.stdout);
   else {
     context.stdout(answer.reply);
     context.stderr(`session ${answer.sessionId} (${answer.model}); continue with --session ${answer.sessionId}`);

@@ -19,22 +19,24 @@ export const doctorCommand: CommandModule<object, DoctorArgs> = {
       .option('list-checks', { type: 'boolean', describe: 'List the checks in order and exit' })
       .example('$0 doctor', 'Check everything; exit 1 if any check fails')
       .example('$0 doctor --fix', 'Repair what can be repaired safely, then re-check')
-      .example('$0 doctor channel-drop-in nginx --json', 'Only these checks, as JSON (schema: docs/operations.md)') as Argv<DoctorArgs>,
+      .example('$0 doctor channel-drop-in nginx --json', 'Only these checks, as JSON (schema: docs/json.md)') as Argv<DoctorArgs>,
   handler: async (argv) => {
-    const [{ createHost }, { runDoctor, formatReport, selectChecks }, { printJson, printLine }] = await Promise.all([
+    const [{ createHost }, { runDoctor, formatReport, selectChecks, reportError }, { printLine }, json] = await Promise.all([
       import('../host/index.js'),
       import('../doctor/run.js'),
       import('../output.js'),
+      import('../json/index.js'),
     ]);
     if (argv.listChecks) {
       const checks = selectChecks(argv.checks ?? []);
-      if (argv.json) return printJson(checks.map((c) => ({ id: c.id, title: c.title })));
+      if (argv.json) return json.emitJson(json.doctorChecksOutput, { ok: true, checks: checks.map((c) => ({ id: c.id, title: c.title })) });
       for (const c of checks) printLine(`${c.id.padEnd(18)} ${c.title}`);
       return;
     }
     const host = createHost({ verbose: argv.verbose, quiet: argv.json });
     const result = await runDoctor(host, { names: argv.checks ?? [], fix: Boolean(argv.fix) });
-    if (argv.json) printJson(result);
+    const error = reportError(result);
+    if (argv.json) json.emitJson(json.doctorOutput, { ...result, ...(error ? { error } : {}) });
     else for (const line of formatReport(result)) printLine(line);
     if (!result.ok) process.exitCode = 1;
   },

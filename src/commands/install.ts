@@ -1,15 +1,8 @@
 import type { Argv, CommandModule } from 'yargs';
 import type { InstallRequest } from '../install/request.js';
-import { withGlobals, type GlobalOptions } from './shared.js';
+import { answerFlags, answerOptions, refuseSecretFlags, withGlobals, type AnswerArgs, type GlobalOptions } from './shared.js';
 
-export interface InstallArgs extends GlobalOptions {
-  customerName?: string;
-  model?: string;
-  meshHostname?: string;
-  apiKeyFile?: string;
-  meshAuthKeyFile?: string;
-  mcpTokenFile?: string;
-  answers?: string;
+export interface InstallArgs extends GlobalOptions, AnswerArgs {
   nonInteractive?: boolean;
   yes?: boolean;
   catalog?: boolean;
@@ -24,16 +17,9 @@ export interface InstallArgs extends GlobalOptions {
 
 /** The install's request from its flags: the answers apart, every mode flag as given. */
 export function installRequest(argv: InstallArgs): InstallRequest {
+  refuseSecretFlags(argv);
   return {
-    answers: {
-      customerName: argv.customerName,
-      model: argv.model,
-      meshHostname: argv.meshHostname,
-      apiKeyFile: argv.apiKeyFile,
-      meshAuthKeyFile: argv.meshAuthKeyFile,
-      mcpTokenFile: argv.mcpTokenFile,
-      answers: argv.answers,
-    },
+    answers: answerFlags(argv),
     json: argv.json,
     verbose: argv.verbose,
     nonInteractive: argv.nonInteractive,
@@ -50,14 +36,7 @@ export function installRequest(argv: InstallArgs): InstallRequest {
 }
 
 export function installOptions<T>(y: Argv<T>) {
-  return withGlobals(y)
-    .option('customer-name', { type: 'string', describe: 'Customer name (agent display name; its slug names things)', group: 'Answers:' })
-    .option('model', { type: 'string', describe: 'Model ID on the service AI gateway (default: the service profile)', group: 'Answers:' })
-    .option('mesh-hostname', { type: 'string', describe: 'Mesh network hostname (default: openclaw-<customer-slug>)', group: 'Answers:' })
-    .option('api-key-file', { type: 'string', describe: 'File holding the service API key (or env SERVICE_API_KEY)', group: 'Answers:' })
-    .option('mesh-auth-key-file', { type: 'string', describe: 'File holding the mesh auth key (or env SERVICE_MESH_AUTH_KEY)', group: 'Answers:' })
-    .option('mcp-token-file', { type: 'string', describe: 'File holding the MCP token (or env SERVICE_MCP_TOKEN)', group: 'Answers:' })
-    .option('answers', { type: 'string', describe: 'JSON file with any of: customerName, apiKey, modelId, meshAuthKey, meshHostname, mcpToken', group: 'Answers:' })
+  return answerOptions(withGlobals(y))
     .option('non-interactive', { type: 'boolean', describe: 'Never prompt; fail listing every missing answer', group: 'Mode:' })
     .option('yes', { alias: 'y', type: 'boolean', describe: 'Answer yes to confirmations (--reset-clean)', group: 'Mode:' })
     .option('catalog', { type: 'boolean', describe: "The portal's one-click deploy: non-interactive, channel endpoint, JSON result", group: 'Mode:' })

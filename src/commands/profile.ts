@@ -6,12 +6,13 @@ export const profileCommand: CommandModule<object, GlobalOptions> = {
   describe: "Show the service's endpoints and names this binary uses (environment overrides applied)",
   builder: (y) => withGlobals(y),
   handler: async (argv) => {
-    const [{ loadProfile, PROFILE_ENV }, { printJson, printLine }] = await Promise.all([
+    const [{ loadProfile, PROFILE_ENV }, { printLine }, { emitJson, profileOutput }] = await Promise.all([
       import('../profile.js'),
       import('../output.js'),
+      import('../json/index.js'),
     ]);
     const profile = loadProfile(process.env);
-    if (argv.json) return printJson(profile);
+    if (argv.json) return emitJson(profileOutput, { ok: true, ...profile });
     const envOf = Object.fromEntries(Object.entries(PROFILE_ENV).map(([env, key]) => [key, env]));
     for (const [key, value] of Object.entries(profile)) {
       const env = envOf[key];

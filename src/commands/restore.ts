@@ -1,21 +1,44 @@
 import type { Argv, CommandModule } from 'yargs';
-import { installOptions, installRequest, type InstallArgs } from './install.js';
+import { answerFlags, answerOptions, refuseSecretFlags, withGlobals, type AnswerArgs, type GlobalOptions } from './shared.js';
 
-export interface RestoreArgs extends InstallArgs {
+export interface RestoreArgs extends GlobalOptions, AnswerArgs {
   archive: string;
+  check?: boolean;
+  diff?: boolean;
+  lockTimeout?: string;
   maxEntryMib?: string;
   maxTotalMib?: string;
 }
 
+/**
+ * Restore takes the answers (to replace what a reset invalidated, like the mesh auth key),
+ * the check modes and the lock wait; the channel and its allow list come from the backup.
+ */
 export const restoreCommand: CommandModule<object, RestoreArgs> = {
   command: 'restore <archive>',
   describe: 'Put a --reset-clean backup back, then re-run the install to bring the deployment up',
   builder: (y) =>
-    (installOptions(y) as Argv<InstallArgs>)
+    (answerOptions(withGlobals(y)) as unknown as Argv<RestoreArgs>)
       .positional('archive', { type: 'string', describe: 'The /tmp/openclaw-backup-*.tar.gz file', demandOption: true })
+      .option('check', { type: 'boolean', describe: 'Show what would be put back; write nothing', group: 'Mode:' })
+      .option('diff', { type: 'boolean', describe: 'Like --check', group: 'Mode:' })
+      .option('lock-timeout', { type: 'string', describe: 'Seconds to wait for the apt/dpkg lock (default 300)', group: 'Mode:' })
       .option('max-entry-mib', { type: 'string', describe: 'Largest file accepted from the archive, in MiB (default 512)', group: 'Archive:' })
       .option('max-total-mib', { type: 'string', describe: 'Most data accepted from the archive in total, in MiB (default 4096)', group: 'Archive:' })
       .example('$0 restore /tmp/openclaw-backup-20261122-101500.tar.gz --check', 'What would be put back (path, size, mode, new/same/differs); writes nothing')
       .example('SERVICE_MESH_AUTH_KEY=... $0 restore /tmp/openclaw-backup-20261122-101500.tar.gz', 'Restore; the mesh needs a fresh auth key after a reset') as Argv<RestoreArgs>,
-  handler: async (argv) => (await import('../install/restore.js')).runRestore({ ...installRequest(argv), archive: argv.archive, maxEntryMib: argv.maxEntryMib, maxTotalMib: argv.maxTotalMib }),
+  handler: async (argv) => {
+    refuseSecretFlags(argv);
+    await (await import('../install/restore.js')).runRestore({
+      answers: answerFlags(argv),
+      json: argv.json,
+      verbose: argv.verbose,
+      check: argv.check,
+      diff: argv.diff,
+      lockTimeout: argv.lockTimeout,
+      archive: argv.archive,
+      maxEntryMib: argv.maxEntryMib,
+      maxTotalMib: argv.maxTotalMib,
+    });
+  },
 };

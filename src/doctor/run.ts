@@ -2,6 +2,7 @@ import { readStoredAnswers } from '../answers/index.js';
 import { UsageError } from '../errors.js';
 import { sweepLeftovers } from '../install/leftovers.js';
 import type { Host } from '../host/index.js';
+import { LAYOUT } from '../layout.js';
 import { DoctorContext } from './context.js';
 import { FIX_ACTIONS } from './fixes.js';
 import { CHECKS } from './index.js';
@@ -25,6 +26,24 @@ export interface DoctorReport {
   fixes?: FixReport[];
   /** With --fix: the checks before the fixes. */
   before?: CheckReport[];
+  /** false: nothing of a deployment is on this server, and no check ran. */
+  deployed: boolean;
+}
+
+/** What any install leaves, even a failed or damaged one: none of these means nothing was deployed here. */
+const DEPLOYMENT_TRACES = [
+  LAYOUT.answersFile,
+  LAYOUT.manifestFile,
+  LAYOUT.runtimeConfig,
+  LAYOUT.gatewayUnitFile,
+  LAYOUT.openclawBin,
+  LAYOUT.nginxSite,
+  LAYOUT.guardCron,
+];
+
+export async function nothingDeployed(host: Host): Promise<boolean> {
+  for (const p of DEPLOYMENT_TRACES) if (await host.files.exists(p)) return false;
+  return true;
 }
 
 export function selectChecks(names: readonly string[], all: readonly Check[] = CHECKS): readonly Check[] {
@@ -78,6 +97,9 @@ export function summarize(reports: readonly CheckReport[]): Record<CheckStatus, 
 
 export async function runDoctor(host: Host, options: { names: readonly string[]; fix: boolean }): Promise<DoctorReport> {
   const checks = selectChecks(options.names);
+  // All checks on an empty server would be a page of FAILs saying one thing; named checks
+  // still run (`doctor os` before a first install).
+  if (options.names.length === 0 && (await nothingDeployed(host))) return { ...report([]), ok: false, deployed: false };
   // --fix repairs: it starts like an install, by removing what an interrupted run left.
   if (options.fix) await sweepLeftovers(host);
   const ctx = new DoctorContext(host, (await readStoredAnswers(host))?.serviceOverrides);
@@ -102,13 +124,33 @@ export async function runDoctor(host: Host, options: { names: readonly string[];
 
 function report(checks: CheckReport[]): DoctorReport {
   const summary = summarize(checks);
-  return { schemaVersion: DOCTOR_JSON_SCHEMA_VERSION, ok: summary.fail === 0 && summary.crashed === 0, summary, checks };
+  return { schemaVersion: DOCTOR_JSON_SCHEMA_VERSION, ok: summary.fail === 0 && summary.crashed === 0, summary, checks, deployed: true };
+}
+
+export const NOT_DEPLOYED = {
+  message: 'Nothing deployed here: no service-deploy installation was found on this server.',
+  hint: 'run `service-deploy install`; `service-deploy doctor os` checks that this server is supported',
+};
+
+/** `error` of a report that is not ok (docs/json.md: doctor). */
+export function reportError(result: DoctorReport): { code: string; message: string; hint: string; exitCode: number } | undefined {
+  if (result.ok) return undefined;
+  if (!result.deployed) return { code: 'not-deployed', ...NOT_DEPLOYED, exitCode: 1 };
+  const bad = result.checks.filter((c) => c.status === 'fail' || c.status === 'crashed').map((c) => c.id);
+  const fixable = result.checks.some((c) => c.fixable && c.status === 'fail');
+  return {
+    code: 'checks-failed',
+    message: `${bad.length} check${bad.length === 1 ? '' : 's'} failed: ${bad.join(', ')}`,
+    hint: `each check's fix says what to do${fixable && !result.fixes ? '; `service-deploy doctor --fix` repairs the fixable ones' : ''}`,
+    exitCode: 1,
+  };
 }
 
 const LABEL: Record<CheckStatus, string> = { pass: 'pass', warn: 'warn', fail: 'FAIL', skip: 'skip', crashed: 'CRASH' };
 
 /** The human report: one line per check, its fix and commands under it, then a summary. */
 export function formatReport(result: DoctorReport): string[] {
+  if (!result.deployed) return [NOT_DEPLOYED.message, `  -> ${NOT_DEPLOYED.hint}`];
   const lines: string[] = [];
   if (result.fixes) {
     if (result.fixes.length === 0) lines.push('nothing to fix automatically');

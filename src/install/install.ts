@@ -3,7 +3,8 @@ import { parseAllowList, type Cidr } from '../channel/allow.js';
 import { UsageError } from '../errors.js';
 import { createHost, readOnlyHost, type Host } from '../host/index.js';
 import { LAYOUT } from '../layout.js';
-import { printJson, printLine } from '../output.js';
+import { printLine } from '../output.js';
+import { emitJson, installOutput } from '../json/index.js';
 import { formatRecap, pipelineJson, planLines } from '../pipeline/report.js';
 import { runPipeline, type PipelineOutcome, type Renderer } from '../pipeline/runner.js';
 import type { InstallOptions, Step } from '../pipeline/step.js';
@@ -87,8 +88,7 @@ export async function installWithLock({ host: given, request, steps }: InstallRu
     const started = Date.now();
     const outcome = await runPipeline(steps ?? installSteps(), { host, profile, answers, components, options }, renderer);
     report(host, request, outcome, options, Date.now() - started);
-    // preflight changes nothing by contract: its failure is a refusal (exit 2).
-    if (outcome.failed) process.exitCode = outcome.results.some((r) => r.status === 'failed' && r.id === preflightStep.id) ? 2 : 1;
+    if (outcome.failed) process.exitCode = failureExitCode(outcome);
     return outcome;
   } finally {
     await lock?.release();
@@ -107,11 +107,21 @@ function parseChannelAllow(request: InstallRequest): Cidr[] | undefined {
   }
 }
 
+/** preflight changes nothing by contract: its failure is a refusal (exit 2); any other step's is 1. */
+function failureExitCode(outcome: PipelineOutcome): number {
+  return outcome.results.some((r) => r.status === 'failed' && r.id === preflightStep.id) ? 2 : 1;
+}
+
 function report(host: Host, request: InstallRequest, outcome: PipelineOutcome, options: InstallOptions, ms: number): void {
   const recap = formatRecap(outcome.recap);
   host.log.debug(`install finished: ${recap} in ${ms} ms`);
   if (request.json || request.catalog) {
-    printJson(pipelineJson(outcome, options.check ? 'check' : 'apply', ms));
+    const failed = outcome.results.find((r) => r.status === 'failed');
+    const exitCode = failureExitCode(outcome);
+    emitJson(installOutput, {
+      ...pipelineJson(outcome, options.check ? 'check' : 'apply', ms),
+      ...(failed ? { error: { code: exitCode === 2 ? 'refused' : 'step-failed', message: `${failed.title} failed: ${failed.error ?? 'unknown error'}`, hint: failed.hint ?? null, exitCode } } : {}),
+    });
     return;
   }
   for (const line of planLines(outcome, options)) printLine(line);

@@ -12,6 +12,7 @@ import { firewallFiles } from '../steps/channel-firewall.js';
 import { parseAllowList, type Cidr } from '../channel/allow.js';
 import { resolveDeploymentInputs, type AnswerFlags } from '../answers/index.js';
 import type { InstallContext } from '../pipeline/step.js';
+import { emitJson, renderOutput } from '../json/index.js';
 
 import type { RenderTarget } from './render-targets.js';
 
@@ -22,6 +23,8 @@ export interface RenderRequest {
   channel?: boolean;
   showSecrets?: boolean;
   verbose?: boolean;
+  /** The file inside a JSON document (docs/json.md, render). */
+  json?: boolean;
   /** --channel-allow, parsed (the allow list the files would carry). */
   channelAllow?: Cidr[];
 }
@@ -86,7 +89,9 @@ export async function runRender(request: RenderRequest): Promise<void> {
     default:
       throw new DeployError(`render: unknown file ${String(request.file)}`);
   }
-  process.stdout.write(request.showSecrets ? text : host.redactor.redact(text));
+  const content = request.showSecrets ? text : host.redactor.redact(text);
+  if (request.json) emitJson(renderOutput, { ok: true, file: request.file, content });
+  else process.stdout.write(content);
 }
 
 /** --channel-allow for render: parsed like the install does (exit 2 naming the flag). */

@@ -1,7 +1,8 @@
 import { CancelledError, UsageError } from '../errors.js';
 import { readOnlyHost, type Host } from '../host/index.js';
 import { LAYOUT } from '../layout.js';
-import { printJson, printLine } from '../output.js';
+import { printLine } from '../output.js';
+import { emitJson, resetOutput, resetPlanOutput } from '../json/index.js';
 import { removeChannelFirewall } from '../steps/channel-firewall.js';
 import { BACKUP_PATHS, backupName, planBackup, writeBackup } from './backup.js';
 import { sweepLeftovers } from './leftovers.js';
@@ -70,7 +71,7 @@ export async function runResetClean(host: Host, request: InstallRequest): Promis
       const test = await host.exec.run('nginx', ['-t'], { allowFailure: true });
       if (test.exitCode === 0) await host.services.reload('system', 'nginx').catch(() => undefined);
     }
-    if (request.json) printJson({ ok: true, backup: backup.archive, entries: backup.entries, skipped: backup.skipped, removed: RESET_REMOVES });
+    if (request.json) emitJson(resetOutput, { ok: true, backup: backup.archive, entries: backup.entries, skipped: backup.skipped, removed: [...RESET_REMOVES] });
     else {
       printLine(`backup: ${backup.archive}`);
       printLine(`removed the deployment; bring it back with: service-deploy restore ${backup.archive}`);
@@ -87,12 +88,12 @@ async function planResetClean(host: Host, request: InstallRequest): Promise<void
   for (const p of RESET_REMOVES) if (await host.files.exists(p)) remove.push(p);
   const archive = backupName(host.now());
   if (request.json) {
-    printJson({
+    emitJson(resetPlanOutput, {
       ok: true,
       mode: 'check',
       backup: { archive, entries: plan.items.length, bytes: plan.bytes, items: plan.items.map((i) => i.path), skipped: plan.skipped },
       remove,
-      commands: RESET_COMMANDS,
+      commands: [...RESET_COMMANDS],
     });
     return;
   }

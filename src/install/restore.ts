@@ -5,7 +5,8 @@ import { UsageError } from '../errors.js';
 import { createHost, readOnlyHost, type Host } from '../host/index.js';
 import { integerProblem } from '../input.js';
 import { LAYOUT } from '../layout.js';
-import { printJson, printLine } from '../output.js';
+import { printLine } from '../output.js';
+import { emitJson, restorePlanOutput } from '../json/index.js';
 import { octal } from '../pipeline/files.js';
 import {
   DEFAULT_ARCHIVE_LIMITS,
@@ -158,7 +159,7 @@ async function printRestorePlan(host: Host, manifest: Manifest, request: Restore
   const remove = await notInArchive(host, manifest);
   const create = (await Promise.all(manifest.roots.map((r) => parentsOf(host, r.path)))).flatMap((p) => p.missing);
   if (request.json) {
-    printJson({
+    emitJson(restorePlanOutput, {
       ok: true,
       mode: 'check',
       archive: request.archive,

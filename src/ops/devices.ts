@@ -1,6 +1,7 @@
 import { UsageError } from '../errors.js';
 import { createHost } from '../host/index.js';
-import { printJson, printLine } from '../output.js';
+import { printLine } from '../output.js';
+import { devicesApproveOutput, devicesListOutput, emitJson } from '../json/index.js';
 import { openclaw } from '../runtime/openclaw.js';
 import type { OpsOptions } from './gateway.js';
 
@@ -16,7 +17,7 @@ export async function listDevices(options: Omit<OpsOptions, 'lines'>): Promise<v
   const host = createHost({ verbose: options.verbose, quiet: options.json });
   const result = await openclaw(host, ['devices', 'list', '--json'], { timeoutMs: 30_000 });
   const parsed = JSON.parse(result.stdout || '{}') as DeviceList;
-  if (options.json) return printJson({ pending: parsed.pending ?? [], paired: parsed.paired ?? [] });
+  if (options.json) return emitJson(devicesListOutput, { ok: true, pending: parsed.pending ?? [], paired: parsed.paired ?? [] });
   const pending = parsed.pending ?? [];
   if (pending.length === 0) printLine('no devices waiting for approval');
   for (const p of pending) {
@@ -31,6 +32,6 @@ export async function approveDevice(id: string, options: Omit<OpsOptions, 'lines
   if (!REQUEST_ID.test(id)) throw new UsageError(`${JSON.stringify(id)} is not a device request id`, 'copy the id from `service-deploy devices list`');
   const host = createHost({ verbose: options.verbose, quiet: options.json });
   const result = await openclaw(host, ['devices', 'approve', id], { timeoutMs: 30_000 });
-  if (options.json) printJson({ approved: id, output: host.redactor.redact(result.stdout.trim()) });
+  if (options.json) emitJson(devicesApproveOutput, { ok: true, approved: id, output: host.redactor.redact(result.stdout.trim()) });
   else printLine(host.redactor.redact(result.stdout.trim()) || `approved ${id}`);
 }

@@ -2,7 +2,8 @@ import { DeployError, UsageError } from '../errors.js';
 import { createHost, type Host } from '../host/index.js';
 import { userManagerEnv } from '../host/services.js';
 import { LAYOUT } from '../layout.js';
-import { printJson, printLine } from '../output.js';
+import { printLine } from '../output.js';
+import { emitJson, errorBody, gatewayLogsOutput, gatewayRestartOutput, gatewayStatusOutput } from '../json/index.js';
 import { healthUrl, probeHealth } from '../steps/health.js';
 import { openclaw } from '../runtime/openclaw.js';
 
@@ -33,14 +34,31 @@ async function status(host: Host, options: OpsOptions): Promise<void> {
     openclaw(host, ['gateway', 'status'], { allowFailure: true, timeoutMs: 30_000, env: userManagerEnv() }),
   ]);
   const runtimeText = host.redactor.redact(`${runtime.stdout}${runtime.stderr}`.trim());
+  const ok = active && health.ok;
   if (options.json) {
-    printJson({ unit: UNIT, active, pid: pid ?? null, health: { url: healthUrl(host), ...health }, runtime: { exitCode: runtime.exitCode, output: runtimeText } });
+    const error = ok
+      ? undefined
+      : {
+          code: 'gateway-down',
+          message: `${UNIT} is ${active ? 'active' : 'not active'} and ${healthUrl(host)} ${health.ok ? 'answers' : `does not answer (${health.detail})`}`,
+          hint: 'see `service-deploy gateway logs` and `service-deploy doctor`',
+          exitCode: 1,
+        };
+    emitJson(gatewayStatusOutput, {
+      ok,
+      unit: UNIT,
+      active,
+      pid: pid ?? null,
+      health: { url: healthUrl(host), ...health },
+      runtime: { exitCode: runtime.exitCode ?? null, output: runtimeText },
+      ...(error ? { error } : {}),
+    });
   } else {
     printLine(`${UNIT}: ${active ? 'active' : 'NOT active'}${pid ? ` (pid ${pid})` : ''}`);
     printLine(`health: ${healthUrl(host)} ${health.ok ? 'ok' : 'FAILING'} (${health.detail})`);
     if (runtimeText) printLine(`\nopenclaw gateway status:\n${runtimeText}`);
   }
-  if (!active || !health.ok) process.exitCode = 1;
+  if (!ok) process.exitCode = 1;
 }
 
 async function restart(host: Host, options: OpsOptions): Promise<void> {
@@ -53,11 +71,12 @@ async function restart(host: Host, options: OpsOptions): Promise<void> {
     health = await probeHealth(host);
   }
   const pid = await host.services.mainPid('user', UNIT);
-  if (options.json) printJson({ unit: UNIT, restarted: true, pid: pid ?? null, health });
+  const failure = health.ok
+    ? undefined
+    : new DeployError(`the gateway does not answer ${healthUrl(host)} after the restart: ${health.detail}`, 'see `service-deploy gateway logs` and `service-deploy doctor`');
+  if (options.json) emitJson(gatewayRestartOutput, { ok: health.ok, unit: UNIT, restarted: true, pid: pid ?? null, health, ...(failure ? { error: { ...errorBody(failure), code: 'gateway-unhealthy' } } : {}) });
   else printLine(`${UNIT} restarted${pid ? ` (pid ${pid})` : ''}; health ${health.ok ? 'ok' : `FAILING: ${health.detail}`}`);
-  if (!health.ok) {
-    throw new DeployError(`the gateway does not answer ${healthUrl(host)} after the restart: ${health.detail}`, 'see `service-deploy gateway logs` and `service-deploy doctor`');
-  }
+  if (failure) throw failure;
 }
 
 async function logs(host: Host, options: OpsOptions): Promise<void> {
@@ -68,5 +87,30 @@ async function logs(host: Host, options: OpsOptions): Promise<void> {
     timeoutMs: 60_000,
   });
   // The journal can hold secrets the gateway printed; mask the ones this run knows.
-  process.stdout.write(host.redactor.redact(result.stdout));
+  if (!options.json) return void process.stdout.write(host.redactor.redact(result.stdout));
+  const entries = result.stdout
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .map((line) => journalEntry(line, (text) => host.redactor.redact(text)));
+  emitJson(gatewayLogsOutput, { ok: true, unit: UNIT, entries });
+}
+
+/** One line of `journalctl -o json`: its time, priority, pid and message (secrets masked). */
+export function journalEntry(line: string, redact: (text: string) => string) {
+  let fields: Record<string, unknown>;
+  try {
+    fields = JSON.parse(line) as Record<string, unknown>;
+  } catch {
+    return { time: null, priority: null, pid: null, message: redact(line) };
+  }
+  const number = (value: unknown) => (typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : null);
+  const micros = typeof fields.__REALTIME_TIMESTAMP === 'string' && /^\d+$/.test(fields.__REALTIME_TIMESTAMP) ? Number(fields.__REALTIME_TIMESTAMP) : undefined;
+  // MESSAGE is an array of bytes when it is not valid UTF-8.
+  const message = Array.isArray(fields.MESSAGE) ? Buffer.from(fields.MESSAGE as number[]).toString('utf8') : typeof fields.MESSAGE === 'string' ? fields.MESSAGE : '';
+  return {
+    time: micros === undefined ? null : new Date(Math.floor(micros / 1000)).toISOString(),
+    priority: number(fields.PRIORITY),
+    pid: number(fields._PID),
+    message: redact(message),
+  };
 }

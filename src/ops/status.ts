@@ -1,7 +1,8 @@
 import { loadComponents } from '../components.js';
 import { createHost, type Host } from '../host/index.js';
 import { LAYOUT } from '../layout.js';
-import { printJson, printLine } from '../output.js';
+import { printLine } from '../output.js';
+import { emitJson, statusOutput } from '../json/index.js';
 import { readStoredAnswers } from '../answers/index.js';
 import { probeHealth } from '../steps/health.js';
 import { GLOBAL_MODULES, PLUGIN_PREFIX, installedPackageVersion } from '../runtime/openclaw.js';
@@ -13,7 +14,7 @@ export interface StatusReport {
   model?: string;
   meshHostname?: string;
   channel: boolean;
-  components: Record<string, { installed?: string; pinned: string }>;
+  components: Record<'node' | 'openclaw' | 'qmd' | 'lossless-claw', { installed?: string; pinned: string }>;
   services: { gateway: boolean; health: boolean; mesh: 'running' | 'logged-out' | 'not-installed'; serving: boolean };
 }
 
@@ -54,7 +55,7 @@ export async function collectStatus(host: Host): Promise<StatusReport> {
 
 export async function runStatus(args: { json?: boolean; verbose?: boolean }): Promise<void> {
   const report = await collectStatus(createHost({ verbose: args.verbose }));
-  if (args.json) return printJson(report);
+  if (args.json) return emitJson(statusOutput, { ok: true, ...report });
   if (!report.deployed) printLine('No deployment found on this server (run `service-deploy install`).');
   else printLine(`customer ${report.customer}  model ${report.model}  mesh ${report.meshHostname}  channel ${report.channel ? 'on' : 'off'}`);
   for (const [name, c] of Object.entries(report.components)) {

@@ -41,21 +41,26 @@ export class PartnerApiError extends DeployError {
   ) {
     super(message, hint, options);
   }
+  override readonly code: string = 'api-refused';
 }
 
 export class EmailExistsError extends PartnerApiError {
+  override readonly code: string = 'email-exists';
   override readonly exitCode = asExitCode(PartnerExitCode.emailExists);
 }
 
 export class UnauthorizedError extends PartnerApiError {
+  override readonly code: string = 'unauthorized';
   override readonly exitCode = asExitCode(PartnerExitCode.unauthorized);
 }
 
 export class AgentNotFoundError extends PartnerApiError {
+  override readonly code: string = 'agent-not-found';
   override readonly exitCode = asExitCode(PartnerExitCode.agentNotFound);
 }
 
 export class TeamLimitError extends PartnerApiError {
+  override readonly code: string = 'team-limit';
   override readonly exitCode = asExitCode(PartnerExitCode.teamLimit);
 }
 
@@ -64,6 +69,7 @@ export class TeamLimitError extends PartnerApiError {
  * the server, so a non-idempotent call (onboarding) must not simply be repeated.
  */
 export class PartnerUnavailableError extends PartnerApiError {
+  override readonly code: string = 'unavailable';
   override readonly exitCode = asExitCode(PartnerExitCode.unavailable);
   constructor(
     message: string,
@@ -81,12 +87,15 @@ export class PartnerUnavailableError extends PartnerApiError {
  * (never exit 1: scripts retry on 1, and a retry could create a second customer).
  */
 export class PartnerOutcomeUnknownError extends PartnerApiError {
+  override readonly code: string = 'outcome-unknown';
   override readonly exitCode = asExitCode(PartnerExitCode.outcomeUnknown);
   readonly mayHaveApplied = true;
 }
 
 /** No answer within --timeout. The request may have been applied by the server. */
-export class PartnerTimeoutError extends PartnerOutcomeUnknownError {}
+export class PartnerTimeoutError extends PartnerOutcomeUnknownError {
+  override readonly code: string = 'timeout';
+}
 
 /**
  * `onboard-flow` failed after the customer was created. Carries what is needed to finish
@@ -113,16 +122,19 @@ export class OnboardFlowError extends DeployError {
       { cause: stepError },
     );
     this.exitCode = stepError.exitCode;
+    this.code = stepError.code;
   }
+  override readonly code: string;
 
+  /** The onboard-flow document (docs/json.md) of this failure. */
   toJSON() {
     return {
       ok: false,
       customerId: this.customerId,
-      completedSteps: this.completedSteps,
+      completedSteps: [...this.completedSteps],
       failedStep: this.failedStep,
-      error: { message: this.stepError.message, hint: this.stepError.hint, exitCode: this.exitCode },
-      resumeCommands: this.resumeCommands,
+      resumeCommands: [...this.resumeCommands],
+      error: { code: this.code, message: this.stepError.message, hint: this.stepError.hint ?? null, exitCode: this.exitCode },
     };
   }
 }

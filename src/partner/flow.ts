@@ -5,6 +5,7 @@ import { Redactor } from '../host/redact.js';
 import { loadProfile, type ServiceProfile } from '../profile.js';
 import { DEFAULT_TIMEOUT_MS, PartnerClient, resolveApiKey, type RetryPolicy } from './client.js';
 import { OnboardFlowError } from './errors.js';
+import { emitJson, errorBody, partnerAddMemberOutput, partnerMapAgentOutput, partnerOnboardFlowOutput, partnerOnboardOutput } from '../json/index.js';
 import {
   MapAgentBodySchema,
   OnboardBodySchema,
@@ -91,7 +92,7 @@ export async function runOnboard(options: OnboardOptions, context: PartnerContex
   } else body = parseInput(OnboardBodySchema, customerBodyFromFlags(options), 'onboarding body', CUSTOMER_FLAG_OF);
   const { client } = prepare(options, context);
   const customer = await client.onboard(body);
-  if (options.json) context.stdout(JSON.stringify(customer, null, 2));
+  if (options.json) emitJson(partnerOnboardOutput, { ok: true, customerId: customer.id, customer }, context.stdout);
   else {
     context.stderr(`Onboarded ${body.basic.email} as customer ${customer.id}`);
     context.stdout(customer.id);
@@ -107,7 +108,10 @@ export async function runMapAgent(options: MapAgentOptions, context: PartnerCont
   const { client } = prepare(options, context, profile);
   const answer = await client.mapAgent(target.provider, target.agentId, body);
   context.stderr(`Mapped ${target.provider} agent ${target.agentId} to customer ${body.customerId} (profit multiplier ${body.profitMultiplier})`);
-  if (options.json) context.stdout(JSON.stringify(answer ?? { ok: true }, null, 2));
+  if (options.json) {
+    const mapped = { provider: target.provider, agentId: target.agentId, customerId: body.customerId, profitMultiplier: body.profitMultiplier };
+    emitJson(partnerMapAgentOutput, { ok: true, ...mapped, response: answer ?? null }, context.stdout);
+  }
 }
 
 export async function runAddMember(options: AddMemberOptions, context: PartnerContext): Promise<void> {
@@ -118,7 +122,7 @@ export async function runAddMember(options: AddMemberOptions, context: PartnerCo
   const { client } = prepare(options, context);
   const answer = await client.addTeamMember(customerId, body);
   context.stderr(`Added ${body.email} (${body.role}) to customer ${customerId}`);
-  if (options.json) context.stdout(JSON.stringify(answer ?? { ok: true }, null, 2));
+  if (options.json) emitJson(partnerAddMemberOutput, { ok: true, customerId, email: body.email, role: body.role, response: answer ?? null }, context.stdout);
 }
 
 export async function runOnboardFlow(options: OnboardFlowOptions, context: PartnerContext): Promise<void> {
@@ -140,11 +144,11 @@ export async function runOnboardFlow(options: OnboardFlowOptions, context: Partn
   const { client } = prepare(options, context, profile);
   try {
     const result = await onboardFlow(client, input, (line) => context.stderr(line), resumeFlagsOf(options));
-    if (options.json) context.stdout(JSON.stringify({ ok: true, ...result }, null, 2));
+    if (options.json) emitJson(partnerOnboardFlowOutput, { ok: true, ...result, members: result.members.map((m) => ({ ...m, response: m.response ?? null })) }, context.stdout);
     else context.stdout(result.customerId);
   } catch (error) {
     if (options.json) {
-      context.stdout(JSON.stringify(error instanceof OnboardFlowError ? error.toJSON() : onboardFailureJson(error), null, 2));
+      emitJson(partnerOnboardFlowOutput, error instanceof OnboardFlowError ? error.toJSON() : onboardFailureJson(error), context.stdout);
     }
     throw error;
   }
@@ -225,15 +229,7 @@ function noticeExtras(context: PartnerContext, extras: readonly ExtraField[]): v
 
 /** --json answer when onboarding itself failed: no customer id, nothing to resume. */
 function onboardFailureJson(error: unknown) {
-  const known = error instanceof DeployError;
-  return {
-    ok: false,
-    customerId: null,
-    completedSteps: [],
-    failedStep: 'onboard',
-    error: { message: error instanceof Error ? error.message : String(error), hint: known ? error.hint : undefined, exitCode: known ? error.exitCode : 1 },
-    resumeCommands: [],
-  };
+  return { ok: false, customerId: null, completedSteps: [], failedStep: 'onboard', resumeCommands: [], error: errorBody(error) };
 }
 
 /** Flags that must reappear in a resume command for it to run the same way (never the key itself). */

@@ -7,6 +7,7 @@ import { DeployError, UsageError } from '../../src/errors.js';
 import { BINARY, cleanEnv, runBinary } from '../helpers/binary.js';
 import { startChannelStandIn, type ChannelStandIn } from '../helpers/channel-standin.js';
 import { tempDir } from '../helpers/tmp.js';
+import { errorEnvelope, jsonOutput } from '../helpers/json-schemas.js';
 
 const token = newSecret();
 const knock = newSecret();
@@ -53,7 +54,7 @@ describe('service-deploy chat (client)', () => {
 
   it('--json prints the whole ChannelResponse; --session is sent', async () => {
     const { out } = await chat({ message: 'again', session: 'sess-42', json: true, ca: standIn.ca.caFile });
-    expect(JSON.parse(out.join('\n'))).toEqual({ reply: 'echo: again', sessionId: 'sess-42', model: 'service/test-model' });
+    expect(jsonOutput('chat', out.join('\n'))).toEqual({ schemaVersion: 1, ok: true, reply: 'echo: again', sessionId: 'sess-42', model: 'service/test-model' });
     expect(JSON.parse(standIn.requests.at(-1)!.body)).toEqual({ message: 'again', sessionId: 'sess-42' });
   });
 
@@ -147,9 +148,16 @@ describe.skipIf(!fs.existsSync(BINARY))('service-deploy chat (binary)', () => {
     const ok = await runBinary(['chat', '--message', 'from the binary', '--pin', standIn.fingerprint, '--json'], { env });
     expect(ok.stderr).toBe('');
     expect(ok.exitCode).toBe(0);
-    expect(JSON.parse(ok.stdout).reply).toBe('echo: from the binary');
+    expect(jsonOutput('chat', ok.stdout).reply).toBe('echo: from the binary');
     const refused = await runBinary(['chat', '--message', 'x', '--token', 'abcdefgh'], { env });
     expect(refused.exitCode).toBe(2);
     expect(refused.stderr).toMatch(/not accepted as flags/);
+    // --json: the refusal and a failure (nothing listening) are the error envelope on stdout.
+    const refusedJson = await runBinary(['chat', '--message', 'x', '--token', 'abcdefgh', '--json'], { env });
+    expect(errorEnvelope(refusedJson.stdout, refusedJson.exitCode).error).toMatchObject({ code: 'refused', exitCode: 2 });
+    expect(String(refusedJson.stdout)).not.toContain('abcdefgh');
+    const closed = await runBinary(['chat', '--message', 'x', '--url', 'https://127.0.0.1:1', '--pin', standIn.fingerprint, '--json'], { env });
+    expect(closed.exitCode).toBe(1);
+    expect(errorEnvelope(closed.stdout, closed.exitCode).error.code).toBe('failed');
   });
 });

@@ -5,6 +5,7 @@ import { CHECKS } from '../../src/doctor/index.js';
 import { LAYOUT } from '../../src/layout.js';
 import { CHANNEL, makeHealthySandbox, type OpsSandbox } from '../helpers/ops-sandbox.js';
 import { FIRST_INSTALL, SECRETS, makeSandbox } from '../helpers/sandbox.js';
+import { jsonOutput } from '../helpers/json-schemas.js';
 
 let sb: OpsSandbox;
 beforeEach(async () => {
@@ -29,8 +30,8 @@ describe('service-deploy doctor (binary, sandbox)', () => {
 
   it('--json: the documented shape (schemaVersion 1), stable key order', async () => {
     const run = await sb.run(['doctor', '--json']);
-    const out = JSON.parse(String(run.stdout));
-    expect(Object.keys(out)).toEqual(['schemaVersion', 'ok', 'summary', 'checks']);
+    const out = jsonOutput('doctor', run.stdout);
+    expect(Object.keys(out)).toEqual(['schemaVersion', 'ok', 'summary', 'checks', 'deployed']);
     expect(out.schemaVersion).toBe(1);
     expect(out.summary).toEqual({ pass: CHECKS.length, warn: 0, fail: 0, skip: 0, crashed: 0 });
     for (const c of out.checks) {
@@ -54,7 +55,7 @@ describe('service-deploy doctor (binary, sandbox)', () => {
 
     const before = await sb.run(['doctor', '--json']);
     expect(before.exitCode).toBe(1);
-    const failed = JSON.parse(String(before.stdout)).checks.filter((r: { status: string }) => r.status === 'fail');
+    const failed = jsonOutput('doctor', before.stdout).checks.filter((r: { status: string }) => r.status === 'fail');
     expect(failed.map((r: { id: string }) => r.id).sort()).toEqual(
       // secrets: the direct vendor provider's key sits in openclaw.json in plain text.
       ['channel-drop-in', 'channel-env', 'channel-limits', 'config-valid', 'files', 'gateway-auth', 'gateway-bind', 'guard-cron', 'nginx', 'nginx-limit-conn', 'providers', 'secrets'].sort(),
@@ -63,7 +64,7 @@ describe('service-deploy doctor (binary, sandbox)', () => {
 
     sb.clearCalls();
     const fixed = await sb.run(['doctor', '--fix', '--json']);
-    const out = JSON.parse(String(fixed.stdout));
+    const out = jsonOutput('doctor', fixed.stdout);
     // The files action writes the nginx site (the manifest knows it changed) and restarts nginx; nginx-site then has nothing left to do.
     expect(out.fixes.map((f: { id: string; ok: boolean }) => [f.id, f.ok])).toEqual([['cron', true], ['guard', true], ['files', true], ['channel-limits', true]]);
     expect(out.checks.filter((r: { status: string }) => r.status !== 'pass').map((r: { id: string; message: string }) => `${r.id}: ${r.message}`)).toEqual([]);
@@ -104,7 +105,7 @@ describe('service-deploy doctor (binary, sandbox)', () => {
 
   it('naming checks runs only those; an unknown name is a usage error (exit 2) listing the checks', async () => {
     const run = await sb.run(['doctor', 'os', 'disk', '--json']);
-    expect(JSON.parse(String(run.stdout)).checks.map((c: { id: string }) => c.id)).toEqual(['os', 'disk']);
+    expect(jsonOutput('doctor', run.stdout).checks.map((c: { id: string }) => c.id)).toEqual(['os', 'disk']);
     const bad = await sb.run(['doctor', 'nope']);
     expect(bad.exitCode).toBe(2);
     expect(bad.stderr).toMatch(/unknown check nope[\s\S]*os, node-runtime/);
@@ -112,7 +113,7 @@ describe('service-deploy doctor (binary, sandbox)', () => {
 
   it('--list-checks prints the registry in order', async () => {
     const run = await sb.run(['doctor', '--list-checks', '--json']);
-    expect(JSON.parse(String(run.stdout)).map((c: { id: string }) => c.id)).toEqual(CHECKS.map((c) => c.id));
+    expect(jsonOutput('doctor-checks', run.stdout).checks.map((c: { id: string }) => c.id)).toEqual(CHECKS.map((c) => c.id));
   });
 });
 
@@ -124,7 +125,7 @@ describe('doctor after a real install (the same checks serve install and doctor)
       expect(install.exitCode, String(install.stderr)).toBe(0);
       const { execa } = await import('execa');
       const run = await execa(path.join(process.cwd(), 'dist/service-deploy'), ['doctor', '--json'], { env: plain.env(), extendEnv: false, reject: false });
-      const out = JSON.parse(String(run.stdout));
+      const out = jsonOutput('doctor', run.stdout);
       const notPass = Object.fromEntries(out.checks.filter((c: { status: string }) => c.status !== 'pass').map((c: { id: string; status: string }) => [c.id, c.status]));
       // The sandbox has no listeners (ss-output) and the stand-in gateway has no real pid; nothing else may differ.
       expect(notPass).toEqual({ 'channel-env': 'skip', 'channel-drop-in': 'skip', nginx: 'skip', 'nginx-limit-conn': 'skip', 'tls-cert': 'skip', 'channel-limits': 'skip', 'channel-port': 'skip' });

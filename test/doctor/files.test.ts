@@ -8,6 +8,7 @@ import { Inspector } from '../../src/host/inspect.js';
 import { LAYOUT } from '../../src/layout.js';
 import { HASH_BY_STAMP_ABOVE, compareEntry, readManifest, recordWrittenFile } from '../../src/pipeline/manifest.js';
 import { makeHealthySandbox, type OpsSandbox } from '../helpers/ops-sandbox.js';
+import { jsonOutput } from '../helpers/json-schemas.js';
 
 let sb: OpsSandbox;
 beforeEach(async () => {
@@ -62,7 +63,7 @@ describe('files check', () => {
     const broken = await check('agent-runtime');
     expect(broken).toMatchObject({ status: 'fail', fixable: true, action: 'files' });
     const run = await sb.run(['doctor', '--fix', '--json', 'agent-runtime']);
-    const out = JSON.parse(String(run.stdout));
+    const out = jsonOutput('doctor', run.stdout);
     expect(out.fixes).toEqual([expect.objectContaining({ id: 'files', ok: true })]);
     expect(out.checks[0].status).toBe('pass');
     expect((await readManifest(sb.host)).entries?.get(LAYOUT.openclawWrapper)?.mode).toBe(0o755);

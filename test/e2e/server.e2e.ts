@@ -86,7 +86,7 @@ async function waitHealthy(timeoutMs = 120_000): Promise<number> {
 async function doctorIds(): Promise<string[]> {
   const r = await world.deploy('doctor --list-checks --json');
   expect(r.exitCode, r.stderr).toBe(0);
-  return (r.json as Array<{ id: string }>).map((c) => c.id);
+  return (r.json as { checks: Array<{ id: string }> }).checks.map((c) => c.id);
 }
 
 /** Every failing check of a doctor --json result except `os` (Debian is unsupported on purpose). */

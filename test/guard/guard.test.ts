@@ -5,6 +5,7 @@ import { LAYOUT } from '../../src/layout.js';
 import { channelDropInContent } from '../../src/steps/channel.js';
 import { CHANNEL, makeHealthySandbox, type OpsSandbox } from '../helpers/ops-sandbox.js';
 import { SECRETS, snapshotFiles } from '../helpers/sandbox.js';
+import { jsonOutput } from '../helpers/json-schemas.js';
 
 let sb: OpsSandbox;
 beforeEach(async () => {
@@ -70,7 +71,7 @@ describe('service-deploy guard (binary, sandbox)', () => {
     fs.rmSync(path.join(sb.root, LAYOUT.channelDropIn));
     const run = await sb.run(['guard', '--json']);
     expect(run.exitCode, String(run.stderr)).toBe(0);
-    const out = JSON.parse(String(run.stdout));
+    const out = jsonOutput('guard', run.stdout);
     expect(out).toMatchObject({ changed: true, restarted: true });
     expect(out.restorations.map((r: { what: string }) => r.what)).toEqual([LAYOUT.channelDropIn]);
     expect(sb.read(LAYOUT.channelDropIn)).toBe(channelDropInContent());
@@ -96,7 +97,7 @@ describe('service-deploy guard (binary, sandbox)', () => {
     expect(JSON.parse(sb.read(source)!)).toEqual({ serviceApiKey: SECRETS.apiKey });
     expect(sb.stat(source)!.mode & 0o777).toBe(0o600);
     expect(restarts()).toBe(1);
-    const restored = JSON.parse(String(run.stdout)).restorations.map((r: { what: string }) => r.what);
+    const restored = jsonOutput('guard', run.stdout).restorations.map((r: { what: string }) => r.what);
     expect(restored).toEqual([source]);
     for (const secret of [SECRETS.apiKey, 'pkt_swapped_key_000000000000']) expect(String(run.stdout) + sb.read(LAYOUT.guardLog)).not.toContain(secret);
 

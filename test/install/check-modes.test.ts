@@ -6,6 +6,7 @@ import { BINARY } from '../helpers/binary.js';
 import { FIRST_INSTALL, SECRETS, makeSandbox, type Sandbox } from '../helpers/sandbox.js';
 import { tempDir } from '../helpers/tmp.js';
 import { snapshotDiff, snapshotTree } from '../hostile/harness.js';
+import { jsonOutput } from '../helpers/json-schemas.js';
 
 /**
  * Every command that has --check / --diff, with every other flag it takes, leaves the
@@ -41,8 +42,12 @@ function combinations(archive: string, deployed: boolean): Array<{ args: string[
       const reset = mod.includes('--reset-clean');
       out.push({ args: ['install', ...check, ...mod], expect: reset ? /would (back up|remove)|"mode": ?"check"/ : /plan:|"mode": ?"check"/ });
     }
-    for (const mod of [[], ['--channel'], ['--rotate-channel-secrets'], ['--json']]) {
+    for (const mod of [[], ['--json']]) {
       out.push({ args: ['restore', archive, ...check, ...mod], expect: /would restore|"mode": ?"check"/ });
+    }
+    // Install flags that do not apply to restore (the backup decides the channel) are refused, exit 2.
+    for (const flag of ['--channel', '--rotate-channel-secrets', '--reset-clean']) {
+      out.push({ args: ['restore', archive, ...check, flag], expect: new RegExp(`${flag} is not an option of \`restore\``), code: 2 });
     }
   }
   // Nothing deployed: the guard refuses (exit 2), and still writes nothing.
@@ -64,7 +69,7 @@ beforeAll(async () => {
   expect(reset.exitCode, String(reset.stderr)).toBe(0);
   const dir = tempDir('sd-check-archive-');
   backup = path.join(dir, 'backup.tar.gz');
-  fs.copyFileSync(path.join(source.root, JSON.parse(String(reset.stdout)).backup), backup);
+  fs.copyFileSync(path.join(source.root, jsonOutput('reset', reset.stdout).backup), backup);
 }, 120_000);
 afterAll(async () => Promise.all(sandboxes.map((s) => s.close())));
 

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FIRST_INSTALL, SECRETS, makeSandbox, snapshotFiles, type Sandbox } from '../helpers/sandbox.js';
+import { jsonOutput } from '../helpers/json-schemas.js';
 
 const CONFIG = 'root/.openclaw/openclaw.json';
 const sandboxes: Sandbox[] = [];
@@ -48,7 +49,7 @@ describe('install in a sandbox root', () => {
     const sb = await fresh();
     const result = await sb.install([...FIRST_INSTALL.args, '--json'], FIRST_INSTALL.env);
     expect(result.exitCode, String(result.stderr)).toBe(0);
-    const out = JSON.parse(String(result.stdout));
+    const out = jsonOutput('install', result.stdout);
     expect(out.ok).toBe(true);
     expect(out.recap.failed).toBe(0);
     expect(out.steps.map((s: { id: string }) => s.id)).toEqual([
@@ -112,7 +113,7 @@ describe('install in a sandbox root', () => {
     const starts = gatewayStarts(sb);
     const result = await sb.install(['--non-interactive', '--json']);
     expect(result.exitCode, String(result.stderr)).toBe(0);
-    const out = JSON.parse(String(result.stdout));
+    const out = jsonOutput('install', result.stdout);
     expect(out.recap).toMatchObject({ changed: 0, failed: 0 });
     const after = snapshotFiles(sb.root);
     // Only the install log may grow.
@@ -129,14 +130,14 @@ describe('install in a sandbox root', () => {
     const starts = gatewayStarts(sb);
     const result = await sb.install(['--model', 'gpt-5.1', '--non-interactive', '--json']);
     expect(result.exitCode, String(result.stderr)).toBe(0);
-    const changed = JSON.parse(String(result.stdout)).steps.filter((s: { status: string }) => s.status === 'changed');
+    const changed = jsonOutput('install', result.stdout).steps.filter((s: { status: string }) => s.status === 'changed');
     expect(changed.map((s: { id: string }) => s.id)).toEqual(['answers', 'runtime-config', 'gateway-service']);
     expect(config(sb).agents.defaults.model.primary).toBe('service/gpt-5.1');
     expect(config(sb).models.providers.service.models.map((m: { id: string }) => m.id)).toEqual(['gpt-5.1']);
     expect(gatewayStarts(sb)).toBe(starts + 1);
     // The next run keeps the new model without being told.
     const again = await sb.install(['--non-interactive', '--json']);
-    expect(JSON.parse(String(again.stdout)).recap.changed).toBe(0);
+    expect(jsonOutput('install', again.stdout).recap.changed).toBe(0);
   });
 
   it('a re-run with a new MCP token updates the tool server config and restarts once', async () => {
@@ -157,7 +158,7 @@ describe('install in a sandbox root', () => {
     const before = snapshotFiles(sb.root);
     const result = await sb.install(['--non-interactive', '--json'], { SERVICE_MCP_TOKEN: 'mcp_tok_not_known_to_service' });
     expect(result.exitCode).toBe(2);
-    const failed = JSON.parse(String(result.stdout)).steps.find((s: { status: string }) => s.status === 'failed');
+    const failed = jsonOutput('install', result.stdout).steps.find((s: { status: string }) => s.status === 'failed');
     expect(failed.id).toBe('preflight');
     expect(failed.error).toContain('rejected the MCP token');
     expect(failed.error).toContain('Settings > MCP Tokens');
@@ -232,7 +233,7 @@ describe('install in a sandbox root', () => {
     expect(guard.exitCode, guard.stderr).toBe(0);
     expect(sb.read(CONFIG)).toBe(before);
     const rerun = await execa(path.join(process.cwd(), 'dist/service-deploy'), ['install', '--non-interactive', '--json'], { env, extendEnv: false, reject: false });
-    expect(JSON.parse(rerun.stdout).recap.changed).toBe(0);
+    expect(jsonOutput('install', rerun.stdout).recap.changed).toBe(0);
   });
 
   it('--catalog: non-interactive, channel endpoint configured, JSON result; a re-run changes nothing', async () => {
@@ -240,7 +241,7 @@ describe('install in a sandbox root', () => {
     const result = await sb.install(['--catalog', '--customer-name', 'Catalog Co'], FIRST_INSTALL.env);
     // --catalog answers in JSON on stdout: a failed step is there, not on stderr.
     expect(result.exitCode, `${result.stderr}${result.stdout}`).toBe(0);
-    const out = JSON.parse(String(result.stdout));
+    const out = jsonOutput('install', result.stdout);
     expect(out.ok).toBe(true);
     expect(out.steps.filter((s: { status: string }) => s.status === 'skipped')).toEqual([]);
     const env = sb.read('root/.openclaw/channel.env')!;
@@ -260,7 +261,7 @@ describe('install in a sandbox root', () => {
     expect(fs.readFileSync(sb.log, 'utf8')).not.toContain(token);
 
     const again = await sb.install(['--catalog'], {});
-    const rerun = JSON.parse(String(again.stdout));
+    const rerun = jsonOutput('install', again.stdout);
     expect(rerun.recap.changed, JSON.stringify(rerun.steps.filter((s: { status: string }) => s.status !== 'ok'))).toBe(0);
     expect(sb.read('root/.openclaw/channel.env')).toBe(env);
     expect(gatewayStarts(sb)).toBe(1);
@@ -314,7 +315,7 @@ describe('answers', () => {
     ['key without pkt_', [], { SERVICE_API_KEY: 'sk_live_123456789012' }, /service API key .*must start with pkt_/],
     ['bad hostname', ['--mesh-hostname', 'Bad_Host'], {}, /mesh network hostname .*DNS label/],
     ['empty MCP token', [], { SERVICE_MCP_TOKEN: '' }, /service MCP token .*empty/],
-    ['unknown flag', ['--api-key', 'pkt_secret_in_argv_123'], {}, /Unknown argument/],
+    ['a secret as a flag', ['--api-key', 'pkt_secret_in_argv_123'], {}, /--api-key is not accepted: process arguments are visible/],
   ];
   for (const [what, args, env, message] of bad) {
     it(`refuses ${what}: names the field, exit 2, nothing written`, async () => {

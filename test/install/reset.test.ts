@@ -10,6 +10,7 @@ import { baseEntries, craftedArchives, entriesOf, gzip, tarBytes } from '../help
 import { tempDir } from '../helpers/tmp.js';
 import { snapshotTree } from '../hostile/harness.js';
 import { FIRST_INSTALL, SECRETS, makeSandbox, type Sandbox } from '../helpers/sandbox.js';
+import { jsonOutput } from '../helpers/json-schemas.js';
 
 const sandboxes: Sandbox[] = [];
 afterAll(async () => Promise.all(sandboxes.map((s) => s.close())));
@@ -143,9 +144,12 @@ describe('--reset-clean and restore', { timeout: 240_000 }, () => {
     fs.writeFileSync(r('root/.openclaw/.openclaw.json.sd-tmp-999999-1-0123abcd'), '{}');
     fs.writeFileSync(r('var/lib/service-deploy/mesh-auth-key.0123abcd'), `${SECRETS.meshAuthKey}\n`, { mode: 0o600 });
 
+    const plan = jsonOutput('reset-plan', (await sb.install(['--reset-clean', '--check', '--json'])).stdout);
+    expect(plan).toMatchObject({ ok: true, mode: 'check', remove: expect.arrayContaining(['/opt/service-deploy']) });
+    expect(plan.backup.skipped.map((s: { path: string }) => s.path).sort()).toEqual(['/root/.openclaw/workspace/passwd-link', '/root/.openclaw/workspace/pipe']);
     const reset = await sb.install(['--reset-clean', '--yes', '--json']);
     expect(reset.exitCode, String(reset.stderr)).toBe(0);
-    const out = JSON.parse(String(reset.stdout));
+    const out = jsonOutput('reset', reset.stdout);
     expect(out.skipped.map((s: { path: string }) => s.path).sort()).toEqual(['/root/.openclaw/workspace/passwd-link', '/root/.openclaw/workspace/pipe']);
     const archive = path.join(sb.root, out.backup);
     const names: string[] = [];
@@ -205,7 +209,7 @@ describe('--reset-clean and restore', { timeout: 240_000 }, () => {
   it('restore --check shows what would be put back (path, size, mode, new/same/differs) and writes nothing', async () => {
     const sb = await installedWithWorkspace();
     const reset = await sb.install(['--reset-clean', '--yes', '--json']);
-    const archive = JSON.parse(String(reset.stdout)).backup as string;
+    const archive = jsonOutput('reset', reset.stdout).backup as string;
     fs.mkdirSync(path.join(sb.root, 'etc/cron.d'), { recursive: true });
     fs.writeFileSync(path.join(sb.root, 'etc/cron.d/service-guard'), '# edited\n');
     fs.chmodSync(path.join(sb.root, 'etc/cron.d/service-guard'), 0o666);
@@ -217,7 +221,7 @@ describe('--reset-clean and restore', { timeout: 240_000 }, () => {
     expect(plan.stdout).toMatch(/would restore \/etc\/cron\.d\/service-guard {2}0644 \d+ B {2}\(differs: content, mode 0666 -> 0644\)/);
     expect(plan.stdout).toContain('would create  /root/.config/ (0755)\nwould create  /root/.config/systemd/ (0755)\nwould create  /root/.config/systemd/user/ (0755)');
     const json = await runBinary(['restore', archive, '--check', '--json'], { env: sb.env() });
-    const parsed = JSON.parse(String(json.stdout));
+    const parsed = jsonOutput('restore-plan', json.stdout);
     expect(parsed.items.find((i: { path: string }) => i.path === '/var/lib/service-deploy/answers.json')).toMatchObject({ kind: 'file', mode: '0600', state: 'new' });
     expect(snapshotTree(sb.root)).toEqual(before);
   });
@@ -226,7 +230,7 @@ describe('--reset-clean and restore', { timeout: 240_000 }, () => {
     const sb = await installedWithWorkspace();
     const r = (p: string) => path.join(sb.root, p);
     const reset = await sb.install(['--reset-clean', '--yes', '--json']);
-    const archive = JSON.parse(String(reset.stdout)).backup as string;
+    const archive = jsonOutput('reset', reset.stdout).backup as string;
     expect((await runBinary(['restore', archive], { env: sb.env({ SERVICE_MESH_AUTH_KEY: SECRETS.meshAuthKey }) })).exitCode).toBe(0);
     // Since the backup: a new workspace file, and the cron file replaced by a link to a file outside.
     fs.writeFileSync(r('root/.openclaw/workspace/after-backup.md'), 'new\n');

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BINARY } from '../helpers/binary.js';
 import { FIRST_INSTALL, NODE_VERSION, OPENCLAW_VERSION, makeSandbox, type Sandbox } from '../helpers/sandbox.js';
+import { jsonOutput } from '../helpers/json-schemas.js';
 
 const sandboxes: Sandbox[] = [];
 afterAll(async () => Promise.all(sandboxes.map((s) => s.close())));
@@ -12,13 +13,13 @@ describe('status', () => {
     const sb = await makeSandbox();
     sandboxes.push(sb);
     const before = await execa(BINARY, ['status', '--json'], { env: sb.env(), extendEnv: false });
-    const empty = JSON.parse(before.stdout);
+    const empty = jsonOutput('status', before.stdout);
     expect(empty.deployed).toBe(false);
     expect(empty.components.openclaw.installed).toBeUndefined();
     expect(empty.services.mesh).toBe('not-installed');
 
     await sb.install(FIRST_INSTALL.args, FIRST_INSTALL.env);
-    const after = JSON.parse((await execa(BINARY, ['status', '--json'], { env: sb.env(), extendEnv: false })).stdout);
+    const after = jsonOutput('status', (await execa(BINARY, ['status', '--json'], { env: sb.env(), extendEnv: false })).stdout);
     expect(after).toMatchObject({
       deployed: true,
       customer: 'Acme Dental GmbH',

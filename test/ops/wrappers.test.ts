@@ -3,6 +3,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LAYOUT } from '../../src/layout.js';
 import { makeHealthySandbox, type OpsSandbox } from '../helpers/ops-sandbox.js';
+import { errorEnvelope, jsonOutput } from '../helpers/json-schemas.js';
 
 let sb: OpsSandbox;
 beforeEach(async () => {
@@ -16,7 +17,7 @@ describe('gateway wrappers (root user manager env set for the caller)', () => {
   it('status: unit state, health and the runtime\'s own gateway status (which needs XDG_RUNTIME_DIR)', async () => {
     const run = await sb.run(['gateway', 'status', '--json']);
     expect(run.exitCode, String(run.stderr)).toBe(0);
-    const out = JSON.parse(String(run.stdout));
+    const out = jsonOutput('gateway-status', run.stdout);
     expect(out).toMatchObject({ unit: LAYOUT.gatewayUnit, active: true, pid: sb.gatewayPid(), health: { ok: true }, runtime: { exitCode: 0 } });
     expect(out.runtime.output).toContain('Listening: 127.0.0.1:18789');
   });
@@ -26,6 +27,9 @@ describe('gateway wrappers (root user manager env set for the caller)', () => {
     const run = await sb.run(['gateway', 'status']);
     expect(run.exitCode).toBe(1);
     expect(run.stdout).toMatch(/NOT active/);
+    const json = await sb.run(['gateway', 'status', '--json']);
+    expect(json.exitCode).toBe(1);
+    expect(jsonOutput('gateway-status', json.stdout)).toMatchObject({ ok: false, active: false, pid: null, error: { code: 'gateway-down', exitCode: 1 } });
   });
 
   it('restart: daemon-reload then restart, and waits for /healthz', async () => {
@@ -33,6 +37,9 @@ describe('gateway wrappers (root user manager env set for the caller)', () => {
     expect(run.exitCode, String(run.stderr)).toBe(0);
     expect(sb.calls('systemctl').map((c) => c.args.join(' ')).filter((c) => !c.includes('show'))).toEqual(['--user daemon-reload', `--user restart ${LAYOUT.gatewayUnit}`]);
     expect(run.stdout).toMatch(/restarted \(pid \d+\); health ok/);
+    const json = await sb.run(['gateway', 'restart', '--json']);
+    expect(json.exitCode, String(json.stderr)).toBe(0);
+    expect(jsonOutput('gateway-restart', json.stdout)).toMatchObject({ ok: true, unit: LAYOUT.gatewayUnit, restarted: true, pid: sb.gatewayPid(), health: { ok: true } });
   });
 
   it('logs: the user journal of the gateway unit', async () => {
@@ -41,11 +48,18 @@ describe('gateway wrappers (root user manager env set for the caller)', () => {
     expect(run.exitCode, String(run.stderr)).toBe(0);
     expect(String(run.stdout)).toBe('line two\nline three');
     expect(sb.calls('journalctl')[0]!.args).toEqual(['--user', '-u', LAYOUT.gatewayUnit, '-n', '2', '--no-pager']);
+    const json = await sb.run(['gateway', 'logs', '-n', '2', '--json']);
+    expect(json.exitCode, String(json.stderr)).toBe(0);
+    const doc = jsonOutput('gateway-logs', json.stdout);
+    expect(doc.entries.map((e: { message: string }) => e.message)).toEqual(['line two', 'line three']);
+    expect(doc.entries[0]).toMatchObject({ time: '2026-01-01T00:00:00.000Z', priority: 6, pid: 4242 });
   });
 
   it('an unknown action is a usage error', async () => {
     const run = await sb.run(['gateway', 'explode']);
     expect(run.exitCode).toBe(2);
+    const json = await sb.run(['gateway', 'explode', '--json']);
+    expect(errorEnvelope(json.stdout, json.exitCode).error.code).toBe('usage');
   });
 });
 
@@ -57,10 +71,10 @@ describe('devices wrappers', () => {
     const list = await sb.run(['devices', 'list']);
     expect(list.stdout).toMatch(/pending  req-7f3a  Lisa iPhone  ios/);
     expect(list.stdout).toMatch(/service-deploy devices approve req-7f3a/);
-    const approve = await sb.run(['devices', 'approve', 'req-7f3a']);
+    const approve = await sb.run(['devices', 'approve', 'req-7f3a', '--json']);
     expect(approve.exitCode, String(approve.stderr)).toBe(0);
-    expect(approve.stdout).toMatch(/Approved req-7f3a/);
-    const after = JSON.parse(String((await sb.run(['devices', 'list', '--json'])).stdout));
+    expect(jsonOutput('devices-approve', approve.stdout)).toMatchObject({ ok: true, approved: 'req-7f3a', output: expect.stringMatching(/Approved req-7f3a/) });
+    const after = jsonOutput('devices-list', (await sb.run(['devices', 'list', '--json'])).stdout);
     expect(after.pending).toEqual([]);
     expect(after.paired.map((d: { requestId: string }) => d.requestId)).toEqual(['req-7f3a']);
   });

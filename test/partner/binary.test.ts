@@ -6,6 +6,7 @@ import { cleanEnv, requireBinary } from '../helpers/binary.js';
 import { PartnerStandin, STANDIN_KEY } from '../helpers/partner-standin.js';
 import { budget } from '../helpers/budget.js';
 import { tempDir } from '../helpers/tmp.js';
+import { jsonOutput } from '../helpers/json-schemas.js';
 
 /** The built single executable (dist/service-deploy) against the stand-in: stdin bodies, argv, exit codes. */
 
@@ -41,7 +42,7 @@ test('onboard-flow --body - from stdin: the key is in neither argv nor output', 
   expect(cmdline).not.toContain(STANDIN_KEY);
   expect(args.join(' ')).not.toContain(STANDIN_KEY);
   expect(result.exitCode).toBe(0);
-  expect(JSON.parse(result.stdout)).toMatchObject({ ok: true, customerId: 'cus_0001', members: [{ email: 'one@example.com' }] });
+  expect(jsonOutput('partner-onboard-flow', result.stdout)).toMatchObject({ ok: true, customerId: 'cus_0001', members: [{ email: 'one@example.com' }] });
   expect(result.stderr).toMatch(/✓ add-member one@example\.com/);
   expect(result.stdout + result.stderr).not.toContain(STANDIN_KEY);
   expect(standin.requests.map((request) => request.status)).toEqual([201, 200, 201]);

@@ -4,6 +4,7 @@ import { afterAll, afterEach, beforeEach, describe, expect, test, vi } from 'vit
 import { main } from '../../src/cli.js';
 import { PartnerStandin, STANDIN_KEY } from '../helpers/partner-standin.js';
 import { tempDir } from '../helpers/tmp.js';
+import { errorEnvelope, jsonOutput } from '../helpers/json-schemas.js';
 
 /**
  * The partner commands through the real CLI entry (`main` from src/cli.ts), in process,
@@ -76,7 +77,7 @@ describe('onboard', () => {
   test('without the flags neither boolean is sent; --json prints the whole answer', async () => {
     const run = await cli('partner', 'onboard', ...customerFlags, '--json');
     expect(run.code).toBe(0);
-    expect(JSON.parse(run.stdout)).toEqual({ id: 'cus_0001', email: 'ana@example.com', portalInviteSent: false });
+    expect(jsonOutput('partner-onboard', run.stdout)).toEqual({ schemaVersion: 1, ok: true, customerId: 'cus_0001', customer: { id: 'cus_0001', email: 'ana@example.com', portalInviteSent: false } });
     expect(standin.requests[0]!.body).not.toHaveProperty('isQuickOnboarding');
     expect(standin.requests[0]!.body).not.toHaveProperty('allowPortalAccess');
   });
@@ -127,7 +128,7 @@ describe('invalid input never reaches the server', () => {
     [['partner', 'onboard', ...customerFlags, '--body', 'x.json'], /--body cannot be combined with --email/],
     [['partner', 'onboard', ...customerFlags, '--timeout', '0'], /--timeout 0: must be a number of seconds/],
     [['partner'], /name a partner subcommand: onboard, map-agent, add-member or onboard-flow/],
-    [['partner', 'frob'], /Unknown argument: frob/],
+    [['partner', 'frob'], /unexpected argument "frob" for `partner`/],
   ])('%j', async (args, reason) => {
     const run = await cli(...args);
     expect(run.code).toBe(2);
@@ -236,7 +237,7 @@ describe('map-agent and add-member', () => {
     await cli('partner', 'onboard', ...customerFlags);
     const ok = await cli('partner', 'map-agent', ...agentFlags, '--customer-id', 'cus_0001', '--json');
     expect(ok.code).toBe(0);
-    expect(JSON.parse(ok.stdout)).toMatchObject({ customerId: 'cus_0001', profitMultiplier: 1.5 });
+    expect(jsonOutput('partner-map-agent', ok.stdout)).toMatchObject({ ok: true, provider: 'voice-one', agentId: 'agent-1', customerId: 'cus_0001', profitMultiplier: 1.5, response: { customerId: 'cus_0001', profitMultiplier: 1.5 } });
     const missing = await cli('partner', 'map-agent', '--provider', 'voice-two', '--agent-id', 'agent-1', '--customer-id', 'cus_0001', '--profit-multiplier', '2');
     expect(missing.code).toBe(12);
     expect(missing.stderr).toMatch(/voice-two agent agent-1 is not imported/);
@@ -266,6 +267,40 @@ describe('map-agent and add-member', () => {
     expect(run.code).toBe(0);
     expect(run.stderr).toMatch(/HTTP 503; retrying in/);
     expect(standin.requestsTo(/map-customer/)).toHaveLength(2);
+  });
+});
+
+describe('--json: one document on stdout whatever happens (schemas/)', () => {
+  test('add-member answers its document; failures and refusals print the error envelope with the exit code', async () => {
+    await cli('partner', 'onboard', ...customerFlags);
+    const added = await cli('partner', 'add-member', '--customer-id', 'cus_0001', '--email', 'one@example.com', '--name', 'One', '--json');
+    expect(added.code).toBe(0);
+    expect(jsonOutput('partner-add-member', added.stdout)).toMatchObject({ ok: true, customerId: 'cus_0001', email: 'one@example.com', role: 'member' });
+
+    standin.failNext({ status: 503, path: /team-members/, count: 10 });
+    const unavailable = await cli('partner', 'add-member', '--customer-id', 'cus_0001', '--email', 'two@example.com', '--name', 'Two', '--json');
+    expect(unavailable.code).toBe(14);
+    expect(errorEnvelope(unavailable.stdout, unavailable.code).error).toMatchObject({ code: 'unavailable', exitCode: 14 });
+
+    const exists = await cli('partner', 'onboard', ...customerFlags, '--json');
+    expect(exists.code).toBe(10);
+    expect(errorEnvelope(exists.stdout, exists.code).error.code).toBe('email-exists');
+
+    const bad = await cli('partner', 'onboard', '--email', 'not-an-email', '--json');
+    expect(bad.code).toBe(2);
+    expect(errorEnvelope(bad.stdout, bad.code).error).toMatchObject({ code: 'refused', message: expect.stringContaining('--email') });
+
+    const flag = await cli('partner', 'onboard', '--frob', '--json');
+    expect(flag.code).toBe(2);
+    expect(errorEnvelope(flag.stdout, flag.code).error).toMatchObject({ code: 'usage', message: '--frob is not an option of `partner onboard`' });
+  });
+
+  test('an onboard-flow failure is its own document (ok false, with what to resume), printed once', async () => {
+    standin.failNext({ status: 401, path: /onboard/ });
+    const run = await cli('partner', 'onboard-flow', ...customerFlags, ...agentFlags, '--json');
+    expect(run.code).toBe(11);
+    const doc = jsonOutput('partner-onboard-flow', run.stdout);
+    expect(doc).toMatchObject({ ok: false, customerId: null, error: { code: 'unauthorized', exitCode: 11 } });
   });
 });
 
@@ -318,7 +353,7 @@ describe('onboard-flow', () => {
       'partner', 'onboard-flow', ...customerFlags, ...agentFlags, ...members, '--member', 'three@example.com:Three', '--json', '--timeout', '20',
     );
     expect(run.code).toBe(13);
-    const report = JSON.parse(run.stdout);
+    const report = jsonOutput('partner-onboard-flow', run.stdout);
     expect(report).toMatchObject({
       ok: false,
       customerId: 'cus_0001',
@@ -334,7 +369,7 @@ describe('onboard-flow', () => {
     await cli('partner', 'onboard', ...customerFlags);
     const run = await cli('partner', 'onboard-flow', ...customerFlags, ...agentFlags, '--json');
     expect(run.code).toBe(10);
-    expect(JSON.parse(run.stdout)).toMatchObject({ ok: false, customerId: null, failedStep: 'onboard', resumeCommands: [] });
+    expect(jsonOutput('partner-onboard-flow', run.stdout)).toMatchObject({ ok: false, customerId: null, failedStep: 'onboard', resumeCommands: [] });
     expect(standin.requests.map((request) => request.path)).toEqual(['/api/v1/mcp/customers/onboard', '/api/v1/mcp/customers/onboard']);
   });
 
@@ -354,7 +389,7 @@ describe('onboard-flow', () => {
     );
     const run = await cli('partner', 'onboard-flow', '--body', bodyFile, '--api-key-file', keyFile, '--json');
     expect(run.code).toBe(0);
-    expect(JSON.parse(run.stdout)).toMatchObject({ ok: true, customerId: 'cus_0001', members: [{ email: 'one@example.com', role: 'member' }] });
+    expect(jsonOutput('partner-onboard-flow', run.stdout)).toMatchObject({ ok: true, customerId: 'cus_0001', members: [{ email: 'one@example.com', role: 'member' }] });
     expect(standin.requests.every((request) => request.headers['x-api-key'] === STANDIN_KEY)).toBe(true);
     expect(standin.mappings.get('voice-two/vt-agent-9')).toEqual({ customerId: 'cus_0001', profitMultiplier: 1.25 });
   });

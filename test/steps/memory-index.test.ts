@@ -82,12 +82,12 @@ describe('QMD memory', () => {
 
   it('render prints the timer and its service', async () => {
     const sb = await installed();
-    const timer = await runBinary(['render', 'qmd-timer', '--non-interactive'], { env: sb.env() });
+    const timer = await runBinary(['render', 'qmd-timer'], { env: sb.env() });
     expect(timer.exitCode, String(timer.stderr)).toBe(0);
     expect(timer.stdout).toContain('OnUnitActiveSec=15min');
-    const service = await runBinary(['render', 'qmd-service', '--non-interactive'], { env: sb.env() });
+    const service = await runBinary(['render', 'qmd-service'], { env: sb.env() });
     expect(service.stdout).toMatch(/UMask=0077[\s\S]*ExecStart=\/bin\/sh \/opt\/service-deploy\/qmd\/refresh\.sh/);
-    const script = await runBinary(['render', 'qmd-script', '--non-interactive'], { env: sb.env() });
+    const script = await runBinary(['render', 'qmd-script'], { env: sb.env() });
     expect(script.stdout).toMatch(/"\/opt\/service-deploy\/qmd\/node_modules\/\.bin\/qmd" update/);
   });
 

@@ -1,0 +1,347 @@
+import { z } from 'zod';
+import { defineOutput, type JsonOutput } from './define.js';
+
+/**
+ * Every `--json` document the program prints, one `defineOutput` each (docs/json.md).
+ * A new command's output is added here and to OUTPUTS below; `npm run schemas` then
+ * writes its `schemas/<name>.schema.json`, and test/json/ checks both.
+ */
+
+const absolutePath = () => z.string().describe('An absolute path on this server');
+
+// ---- install, reset, restore -------------------------------------------------------
+
+const recap = () => z.object({ ok: z.number().int(), changed: z.number().int(), skipped: z.number().int(), failed: z.number().int() });
+
+export const installOutput = defineOutput({
+  name: 'install',
+  version: 1,
+  title: 'Install recap',
+  printedBy: '`install --json`, `install --catalog`, `install --check --json` / `--diff --json`, and `restore ARCHIVE --json` (the install it runs)',
+  shape: () => ({
+    mode: z.enum(['check', 'apply']).describe('check: nothing was written (--check/--diff); apply: the run'),
+    recap: recap().describe("Ansible's recap: steps ok, changed, skipped, failed"),
+    durationMs: z.number().int(),
+    steps: z.array(
+      z.object({
+        id: z.string(),
+        status: z.enum(['ok', 'changed', 'skipped', 'failed']),
+        durationMs: z.number().int(),
+        reason: z.string().optional().describe('Why it was skipped'),
+        changes: z.array(z.string()).optional().describe('One line per change (made, or that would be made in check mode)'),
+        error: z.string().optional(),
+        hint: z.string().optional(),
+      }),
+    ),
+  }),
+});
+
+const skippedEntry = () => z.object({ path: z.string(), why: z.string() });
+
+export const resetOutput = defineOutput({
+  name: 'reset',
+  version: 1,
+  title: 'Reset (--reset-clean) result',
+  printedBy: '`install --reset-clean --yes --json`',
+  shape: () => ({
+    backup: absolutePath().describe('The backup archive written before anything was removed'),
+    entries: z.number().int(),
+    skipped: z.array(skippedEntry()).describe('Left out of the backup, with why'),
+    removed: z.array(absolutePath()),
+  }),
+});
+
+export const resetPlanOutput = defineOutput({
+  name: 'reset-plan',
+  version: 1,
+  title: 'Reset (--reset-clean) plan',
+  printedBy: '`install --reset-clean --check --json`',
+  shape: () => ({
+    mode: z.literal('check'),
+    backup: z.object({ archive: absolutePath(), entries: z.number().int(), bytes: z.number().int(), items: z.array(absolutePath()), skipped: z.array(skippedEntry()) }),
+    remove: z.array(absolutePath()),
+    commands: z.array(z.string()),
+  }),
+});
+
+export const restorePlanOutput = defineOutput({
+  name: 'restore-plan',
+  version: 1,
+  title: 'Restore plan',
+  printedBy: '`restore ARCHIVE --check --json` (`restore ARCHIVE --json` prints the install recap of the run)',
+  shape: () => ({
+    mode: z.literal('check'),
+    archive: z.string(),
+    entries: z.number().int(),
+    bytes: z.number().int(),
+    items: z.array(
+      z.object({
+        path: absolutePath(),
+        kind: z.enum(['file', 'directory', 'symlink']),
+        size: z.number().int(),
+        mode: z.string().regex(/^0[0-7]{3,4}$/),
+        state: z.enum(['new', 'same', 'differs']),
+        why: z.string().optional(),
+        target: z.string().optional(),
+      }),
+    ),
+    createFolders: z.array(absolutePath()),
+    remove: z.array(absolutePath()),
+    then: z.string(),
+  }),
+});
+
+export const renderOutput = defineOutput({
+  name: 'render',
+  version: 1,
+  title: 'Rendered file',
+  printedBy: '`render FILE --json`',
+  shape: () => ({
+    file: z.string().describe('The render target (runtime-config, nginx, ...)'),
+    content: z.string().describe('The file as the install would write it; secrets masked unless --show-secrets'),
+  }),
+});
+
+// ---- doctor, status, guard ------------------------------------------------------------
+
+const checkStatus = () => z.enum(['pass', 'warn', 'fail', 'skip', 'crashed']);
+const fixAction = () => z.enum(['files', 'runtime-config', 'cron', 'guard', 'nginx-site', 'nginx-restart', 'channel-limits', 'gateway-restart']);
+const checkReport = () => z.object({
+  id: z.string(),
+  title: z.string(),
+  status: checkStatus(),
+  message: z.string(),
+  fix: z.string().optional(),
+  commands: z.array(z.string()).optional(),
+  fixable: z.boolean(),
+  action: fixAction().optional(),
+  durationMs: z.number().int(),
+});
+
+export const doctorOutput = defineOutput({
+  name: 'doctor',
+  version: 1,
+  title: 'Doctor report',
+  printedBy: '`doctor --json`, `doctor --fix --json`, `doctor CHECK... --json`',
+  shape: () => ({
+    summary: z.object({ pass: z.number().int(), warn: z.number().int(), fail: z.number().int(), skip: z.number().int(), crashed: z.number().int() }),
+    checks: z.array(checkReport()),
+    fixes: z.array(z.object({ id: fixAction(), title: z.string(), ok: z.boolean(), error: z.string().optional() })).optional(),
+    before: z.array(checkReport()).optional(),
+    deployed: z.boolean().describe('false: nothing is deployed on this server, so no check ran (error.code not-deployed)'),
+  }),
+});
+
+export const doctorChecksOutput = defineOutput({
+  name: 'doctor-checks',
+  version: 1,
+  title: 'Doctor checks',
+  printedBy: '`doctor --list-checks --json`',
+  shape: () => ({ checks: z.array(z.object({ id: z.string(), title: z.string() })) }),
+});
+
+const componentState = () => z.object({ installed: z.string().optional().describe('Absent when not installed'), pinned: z.string() });
+
+export const statusOutput = defineOutput({
+  name: 'status',
+  version: 1,
+  title: 'Deployment status',
+  printedBy: '`status --json`',
+  shape: () => ({
+    deployed: z.boolean(),
+    customer: z.string().optional(),
+    model: z.string().optional(),
+    meshHostname: z.string().optional(),
+    channel: z.boolean(),
+    components: z.object({ node: componentState(), openclaw: componentState(), qmd: componentState(), 'lossless-claw': componentState() }),
+    services: z.object({
+      gateway: z.boolean(),
+      health: z.boolean(),
+      mesh: z.enum(['running', 'logged-out', 'not-installed']),
+      serving: z.boolean(),
+    }),
+  }),
+});
+
+export const guardOutput = defineOutput({
+  name: 'guard',
+  version: 1,
+  title: 'Guard run',
+  printedBy: '`guard --json`, `guard --check --json`',
+  shape: () => ({
+    check: z.boolean(),
+    changed: z.boolean().describe('Something was (or, with check, would be) restored'),
+    restarted: z.boolean(),
+    restorations: z.array(z.object({ what: z.string(), before: z.string(), after: z.string() })),
+  }),
+});
+
+// ---- gateway, devices, profile -----------------------------------------------------
+
+const healthState = () => z.object({ ok: z.boolean(), detail: z.string() });
+
+export const gatewayStatusOutput = defineOutput({
+  name: 'gateway-status',
+  version: 1,
+  title: 'Gateway status',
+  printedBy: '`gateway status --json`',
+  shape: () => ({
+    unit: z.string(),
+    active: z.boolean(),
+    pid: z.number().int().nullable(),
+    health: healthState().extend({ url: z.string() }),
+    runtime: z.object({ exitCode: z.number().int().nullable(), output: z.string() }).describe("`openclaw gateway status`, secrets masked"),
+  }),
+});
+
+export const gatewayRestartOutput = defineOutput({
+  name: 'gateway-restart',
+  version: 1,
+  title: 'Gateway restart',
+  printedBy: '`gateway restart --json`',
+  shape: () => ({ unit: z.string(), restarted: z.boolean(), pid: z.number().int().nullable(), health: healthState() }),
+});
+
+export const gatewayLogsOutput = defineOutput({
+  name: 'gateway-logs',
+  version: 1,
+  title: 'Gateway journal',
+  printedBy: '`gateway logs --json [-n N]`',
+  shape: () => ({
+    unit: z.string(),
+    entries: z.array(
+      z.object({
+        time: z.string().nullable().describe('ISO 8601, from the journal'),
+        priority: z.number().int().nullable().describe('syslog priority, 0 (emerg) to 7 (debug)'),
+        pid: z.number().int().nullable(),
+        message: z.string().describe('Secrets masked'),
+      }),
+    ),
+  }),
+});
+
+export const devicesListOutput = defineOutput({
+  name: 'devices-list',
+  version: 1,
+  title: 'Device pairing requests',
+  printedBy: '`devices list --json`',
+  shape: () => ({
+    pending: z.array(z.looseObject({}).describe("OpenClaw's own pairing request (requestId, displayName, platform, ...)")),
+    paired: z.array(z.looseObject({})),
+  }),
+});
+
+export const devicesApproveOutput = defineOutput({
+  name: 'devices-approve',
+  version: 1,
+  title: 'Device approved',
+  printedBy: '`devices approve ID --json`',
+  shape: () => ({ approved: z.string(), output: z.string() }),
+});
+
+export const profileOutput = defineOutput({
+  name: 'profile',
+  version: 1,
+  title: 'Service profile',
+  printedBy: '`profile --json`',
+  shape: () => ({
+    serviceName: z.string(),
+    setupUrl: z.string(),
+    aiGatewayUrl: z.string(),
+    aiGatewayApi: z.string(),
+    gatewayProviderName: z.string(),
+    defaultModelId: z.string(),
+    mcpUrl: z.string(),
+    partnerApiUrl: z.string(),
+    voiceProviders: z.array(z.string()).length(2),
+    portalApiKeysPage: z.string(),
+    portalMcpTokensPage: z.string(),
+  }),
+});
+
+// ---- chat, partner ---------------------------------------------------------------------
+
+export const chatOutput = defineOutput({
+  name: 'chat',
+  version: 1,
+  title: 'Chat reply',
+  printedBy: '`chat --json`',
+  shape: () => ({ reply: z.string(), sessionId: z.string(), model: z.string() }),
+});
+
+const apiAnswer = () => z.unknown().describe("The partner API's answer as it came (null when it had no body)");
+
+export const partnerOnboardOutput = defineOutput({
+  name: 'partner-onboard',
+  version: 1,
+  title: 'Customer onboarded',
+  printedBy: '`partner onboard --json`',
+  shape: () => ({ customerId: z.string(), customer: z.looseObject({}).describe("The API's answer as it came") }),
+});
+
+export const partnerMapAgentOutput = defineOutput({
+  name: 'partner-map-agent',
+  version: 1,
+  title: 'Agent mapped',
+  printedBy: '`partner map-agent --json`',
+  shape: () => ({ provider: z.string(), agentId: z.string(), customerId: z.string(), profitMultiplier: z.number(), response: apiAnswer() }),
+});
+
+export const partnerAddMemberOutput = defineOutput({
+  name: 'partner-add-member',
+  version: 1,
+  title: 'Team member added',
+  printedBy: '`partner add-member --json`',
+  shape: () => ({ customerId: z.string(), email: z.string(), role: z.string(), response: apiAnswer() }),
+});
+
+export const partnerOnboardFlowOutput = defineOutput({
+  name: 'partner-onboard-flow',
+  version: 1,
+  title: 'Onboard flow',
+  printedBy: '`partner onboard-flow --json` (also when a step fails: then with what to resume)',
+  shape: () => ({
+    customerId: z.string().nullable().describe('null when onboarding itself failed (nothing was created)'),
+    customer: z.looseObject({}).optional(),
+    agentMapping: apiAnswer().optional(),
+    members: z.array(z.object({ email: z.string(), role: z.string(), response: apiAnswer().optional() })).optional(),
+    completedSteps: z.array(z.string()).optional().describe('On failure: the steps that were done'),
+    failedStep: z.string().optional(),
+    resumeCommands: z.array(z.string()).optional().describe('On failure: the commands that finish the remaining steps'),
+  }),
+});
+
+// ---- the error envelope --------------------------------------------------------------
+
+export const errorOutput = defineOutput({
+  name: 'error',
+  version: 1,
+  title: 'Error envelope',
+  printedBy: 'Any command given --json (or install --catalog) that ends before printing its own document: bad usage, refusals, failures',
+  shape: () => ({}),
+});
+
+/** Every output, in the order of docs/json.md. */
+export const OUTPUTS: readonly JsonOutput[] = [
+  installOutput,
+  resetOutput,
+  resetPlanOutput,
+  restorePlanOutput,
+  renderOutput,
+  doctorOutput,
+  doctorChecksOutput,
+  statusOutput,
+  guardOutput,
+  gatewayStatusOutput,
+  gatewayRestartOutput,
+  gatewayLogsOutput,
+  devicesListOutput,
+  devicesApproveOutput,
+  profileOutput,
+  chatOutput,
+  partnerOnboardOutput,
+  partnerMapAgentOutput,
+  partnerAddMemberOutput,
+  partnerOnboardFlowOutput,
+  errorOutput,
+] as unknown as readonly JsonOutput[];
