@@ -80,6 +80,8 @@ export const LAYOUT = {
   backupTimerFile: '/etc/systemd/system/service-deploy-backup.timer',
   /** The OpenClaw package an upgrade replaced, kept whole for `service-deploy rollback`. */
   openclawPrevious: '/opt/service-deploy/openclaw-previous',
+  /** npm prefix an upgrade installs the new OpenClaw into before it is switched in. */
+  openclawNext: '/opt/service-deploy/openclaw-next',
   /** What the last upgrade did (versions, backup, outcome): status and rollback read it. */
   upgradeRecord: '/opt/service-deploy/upgrade.json',
 } as const;

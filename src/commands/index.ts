@@ -4,6 +4,7 @@ import { profileCommand } from './profile.js';
 import { renderCommand } from './render.js';
 import { restoreCommand } from './restore.js';
 import { backupCommand } from './backup.js';
+import { rollbackCommand } from './rollback.js';
 import { partnerCommand } from './partner.js';
 import { chatCommand } from './chat.js';
 import { devicesCommand } from './devices.js';
@@ -26,4 +27,5 @@ export const commands: CommandModule<any, any>[] = [
   renderCommand,
   restoreCommand,
   backupCommand,
+  rollbackCommand,
 ];

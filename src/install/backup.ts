@@ -65,10 +65,10 @@ export const BACKUP_FILE_NAME = /^openclaw-backup-\d{8}-\d{6}(-\d+)?\.tar\.gz$/;
  * `/tmp/openclaw-backup-YYYYMMDD-HHMMSS.tar.gz` (or the same name in `dir`); the n-th
  * backup of the same second gets `-n`.
  */
-export function backupName(now: Date, n = 1, dir?: string): string {
+export function backupName(now: Date, n = 1, dir?: string, label = 'backup'): string {
   const p = (v: number) => String(v).padStart(2, '0');
   const stamp = `${now.getFullYear()}${p(now.getMonth() + 1)}${p(now.getDate())}-${p(now.getHours())}${p(now.getMinutes())}${p(now.getSeconds())}`;
-  const prefix = dir ? `${dir}/${path.posix.basename(BACKUP_PREFIX)}` : BACKUP_PREFIX;
+  const prefix = `${dir ?? path.posix.dirname(BACKUP_PREFIX)}/openclaw-${label}-`;
   return `${prefix}${stamp}${n > 1 ? `-${n}` : ''}.tar.gz`;
 }
 
@@ -127,6 +127,8 @@ export interface WrittenBackup {
 export interface BackupOptions {
   /** The folder the archive goes to (default /tmp, 1777); made 0700 when it is not /tmp. */
   dir?: string;
+  /** `openclaw-<label>-<stamp>.tar.gz` (default `backup`; an upgrade's is `pre-upgrade`, which --keep never prunes). */
+  label?: string;
 }
 
 /**
@@ -144,7 +146,7 @@ export async function writeBackup(host: Host, options: BackupOptions = {}): Prom
   const dir = options.dir;
   if (dir) await host.files.ensureDir(dir, 0o700, ROOT_OWNER);
   else await host.files.ensureDir(path.posix.dirname(BACKUP_PREFIX), 0o1777);
-  const temp = host.files.tempPathFor(backupName(now, 1, dir));
+  const temp = host.files.tempPathFor(backupName(now, 1, dir, options.label));
   try {
     const out = await host.files.createNew(temp, { mode: 0o600, owner: ROOT_OWNER });
     try {
@@ -181,7 +183,7 @@ export async function writeBackup(host: Host, options: BackupOptions = {}): Prom
       );
     }
     for (let n = 1; n <= 1000; n++) {
-      const archive = backupName(now, n, dir);
+      const archive = backupName(now, n, dir, options.label);
       if (await host.files.publishNew(temp, archive)) return { archive, entries: listed.size, bytes: plan.bytes, skipped: plan.skipped, databases };
     }
     throw new DeployError(`could not find a free backup name in ${dir ?? '/tmp'}`, `remove old ${dir ?? '/tmp'}/openclaw-backup-* files and run again`);
