@@ -34,7 +34,7 @@ export async function runInstall(request: InstallRequest): Promise<void> {
   if (!request.check && !request.diff) {
     const { pendingUpgrade, runUpgrade } = await import('./upgrade.js');
     const versions = await pendingUpgrade(host);
-    if (versions) return runUpgrade(host, request, versions);
+    if (versions) return runUpgrade(host, request, versions, installWithLock);
   }
   await installWithLock({ host, request });
 }

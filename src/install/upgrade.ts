@@ -10,9 +10,12 @@ import { UpgradeError, installBeside, runMigrations, switchToPrevious, switchToS
 import { loadComponents } from '../components.js';
 import { inspectArchive, openArchive, stageArchive, swapIntoPlace } from './archive.js';
 import { writeBackup, type WrittenBackup } from './backup.js';
-import { installWithLock } from './install.js';
 import { sweepLeftovers } from './leftovers.js';
+import type { PipelineOutcome } from '../pipeline/runner.js';
 import type { InstallRequest } from './request.js';
+
+/** The install pipeline under a lock the caller holds (install.ts passes installWithLock: no import back into it). */
+export type InstallUnderLock = (run: { host: Host; request: InstallRequest; lockHeld: boolean; quiet: boolean }) => Promise<PipelineOutcome>;
 import { stopWriters } from './writers.js';
 
 /**
@@ -74,7 +77,7 @@ export async function pendingUpgrade(host: Host): Promise<{ from: string; to: st
 
 const STAGE_OF_STEP: Readonly<Record<string, UpgradeStage>> = { 'gateway-service': 'start', health: 'health' };
 
-export async function runUpgrade(host: Host, request: InstallRequest, versions: { from: string; to: string }): Promise<void> {
+export async function runUpgrade(host: Host, request: InstallRequest, versions: { from: string; to: string }, installWithLock: InstallUnderLock): Promise<void> {
   const components = loadComponents(host.env);
   const started = Date.now();
   const lock = await host.locks.acquire(LAYOUT.installLock, 'install');
