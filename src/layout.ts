@@ -71,6 +71,19 @@ export const LAYOUT = {
   guardCron: '/etc/cron.d/service-guard',
   guardLog: '/var/log/service-deploy/guard.log',
   binary: '/usr/local/bin/service-deploy',
+
+  /** Backups kept on the server (0700; each archive 0600): on demand, scheduled, before an upgrade. */
+  backupDir: '/var/backups/service-deploy',
+  backupService: 'service-deploy-backup.service',
+  backupTimer: 'service-deploy-backup.timer',
+  backupServiceFile: '/etc/systemd/system/service-deploy-backup.service',
+  backupTimerFile: '/etc/systemd/system/service-deploy-backup.timer',
+  /** The OpenClaw package an upgrade replaced, kept whole for `service-deploy rollback`. */
+  openclawPrevious: '/opt/service-deploy/openclaw-previous',
+  /** npm prefix an upgrade installs the new OpenClaw into before it is switched in. */
+  openclawNext: '/opt/service-deploy/openclaw-next',
+  /** What the last upgrade did (versions, backup, outcome): status and rollback read it. */
+  upgradeRecord: '/opt/service-deploy/upgrade.json',
 } as const;
 
 export const BACKUP_PREFIX = '/tmp/openclaw-backup-';
@@ -99,4 +112,6 @@ export const TEMP_DIRS: readonly string[] = [
   '/usr/local/bin',
   '/opt/service-deploy',
   '/opt/service-deploy/plugins',
+  LAYOUT.backupDir,
+  '/etc/systemd/system',
 ];

@@ -3,6 +3,8 @@ import { installCommand } from './install.js';
 import { profileCommand } from './profile.js';
 import { renderCommand } from './render.js';
 import { restoreCommand } from './restore.js';
+import { backupCommand } from './backup.js';
+import { rollbackCommand } from './rollback.js';
 import { partnerCommand } from './partner.js';
 import { chatCommand } from './chat.js';
 import { devicesCommand } from './devices.js';
@@ -24,4 +26,6 @@ export const commands: CommandModule<any, any>[] = [
   profileCommand,
   renderCommand,
   restoreCommand,
+  backupCommand,
+  rollbackCommand,
 ];

@@ -1,6 +1,7 @@
 import type { Check } from './types.js';
 import { agentRuntimeCheck } from './checks/agent-runtime.js';
 import { agentSettingsCheck } from './checks/agent-settings.js';
+import { backupsCheck } from './checks/backups.js';
 import { channelDropInCheck } from './checks/channel-drop-in.js';
 import { channelEnvCheck } from './checks/channel-env.js';
 import { channelLimitsCheck } from './checks/channel-limits.js';
@@ -58,6 +59,7 @@ export const CHECKS: readonly Check[] = [
   meshCheck,
   devicesCheck,
   diskCheck,
+  backupsCheck,
   packageLockCheck,
   filesCheck,
 ];

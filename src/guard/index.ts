@@ -50,6 +50,7 @@ export async function runGuard(given: Host, options: GuardOptions): Promise<Guar
     if (!options.check) await syslog(host, GUARD_TAG, [host.redactor.redact(`failed: ${(error as Error).message}`)]).catch(() => undefined);
     throw error;
   }
+  if (!options.check) await waitForInstall(host);
   const lock = options.check ? undefined : await host.locks.acquire(LAYOUT.guardLock, 'guard');
   try {
     const outcome = await enforce(host, inputs, options);
@@ -60,6 +61,27 @@ export async function runGuard(given: Host, options: GuardOptions): Promise<Guar
     throw error;
   } finally {
     await lock?.release();
+  }
+}
+
+/** How long the guard waits for an install, backup, reset, restore or upgrade to finish. */
+export const GUARD_INSTALL_WAIT_MS = 15 * 60_000;
+
+/**
+ * An install, backup or upgrade holds the install lock while it has the gateway
+ * stopped (a consistent backup) or is replacing files: the guard waits for it, so it
+ * never restarts the gateway under a backup or validates a half-written config.
+ */
+async function waitForInstall(host: Host): Promise<void> {
+  const holder = await host.locks.waitFree(LAYOUT.installLock, 0);
+  if (!holder) return;
+  host.log.info(`waiting for the running install/backup (pid ${holder.pid}${holder.command ? `, ${holder.command}` : ''}) to finish`);
+  const still = await host.locks.waitFree(LAYOUT.installLock, GUARD_INSTALL_WAIT_MS);
+  if (still) {
+    throw new DeployError(
+      `an install or backup (pid ${still.pid}) still holds ${LAYOUT.installLock} after ${GUARD_INSTALL_WAIT_MS / 60_000} minutes`,
+      'the guard runs again at the next hour; see what that process is doing',
+    );
   }
 }
 

@@ -59,6 +59,22 @@ export class Locks {
     throw new LockBusyError(`could not take the ${what} lock at ${lockPath}`, 'run again');
   }
 
+  /**
+   * Waits (polling, up to `timeoutMs`) until nobody holds our run lock at `lockPath`;
+   * returns the holder still there at the end, or undefined once it is free. Used by
+   * the guard: an install, backup or upgrade holds the install lock while it stops
+   * the gateway, and the guard must not restart it under them.
+   */
+  async waitFree(lockPath: string, timeoutMs: number, pollMs = 1000): Promise<LockHolder | undefined> {
+    const real = this.paths.real(lockPath);
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const holder = await this.liveHolder(real);
+      if (!holder || holder.pid === process.pid || Date.now() >= deadline) return holder?.pid === process.pid ? undefined : holder;
+      await new Promise((resolve) => setTimeout(resolve, pollMs));
+    }
+  }
+
   private async liveHolder(real: string): Promise<LockHolder | undefined> {
     let content: string;
     try {

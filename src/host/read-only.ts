@@ -37,7 +37,7 @@ export function isReadOnlyCommand(command: string, args: readonly string[]): boo
 const READS = {
   files: ['real', 'read', 'readBytes', 'stat', 'exists', 'list', 'readLink', 'tempPathFor'],
   services: ['isActive', 'isEnabled', 'mainPid'],
-  locks: ['holders'],
+  locks: ['holders', 'waitFree'],
   net: ['request'],
   log: ['debug', 'info', 'warn', 'error', 'close'],
 } as const;

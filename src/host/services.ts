@@ -6,6 +6,12 @@ export const ROOT_USER_RUNTIME_DIR = '/run/user/0';
 export type ServiceScope = 'system' | 'user';
 
 /**
+ * How long `systemctl stop` may take: the gateway's own stop budget is 330 s
+ * (TimeoutStopSec, its drain of a running agent turn), plus a margin.
+ */
+export const STOP_TIMEOUT_MS = 360_000;
+
+/**
  * systemd services through systemctl. User services of root need
  * XDG_RUNTIME_DIR=/run/user/0 (and DBUS address) to reach root's user manager,
  * which is what people forget when they run `systemctl --user` over ssh.
@@ -13,12 +19,12 @@ export type ServiceScope = 'system' | 'user';
 export class Services {
   constructor(private readonly exec: Exec) {}
 
-  private systemctl(scope: ServiceScope, args: string[], allowFailure = false): Promise<RunResult> {
+  private systemctl(scope: ServiceScope, args: string[], allowFailure = false, timeoutMs = 120_000): Promise<RunResult> {
     const scoped = scope === 'user' ? ['--user', ...args] : args;
     return this.exec.run('systemctl', scoped, {
       env: scope === 'user' ? userManagerEnv() : undefined,
       allowFailure,
-      timeoutMs: 120_000,
+      timeoutMs,
     });
   }
 
@@ -58,7 +64,11 @@ export class Services {
   }
 
   async stop(scope: ServiceScope, unit: string): Promise<void> {
-    await this.systemctl(scope, ['stop', unit], true);
+    await this.systemctl(scope, ['stop', unit], true, STOP_TIMEOUT_MS);
+  }
+
+  async start(scope: ServiceScope, unit: string): Promise<void> {
+    await this.systemctl(scope, ['start', unit]);
   }
 
   async disable(scope: ServiceScope, unit: string): Promise<void> {

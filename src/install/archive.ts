@@ -404,3 +404,91 @@ export async function swapIntoPlace(host: Host, staged: Staged[]): Promise<void>
   }
   for (const { aside } of done) if (aside) await host.files.remove(aside);
 }
+
+/** A database found in an archive, extracted into a private folder. */
+export interface ExtractedDatabase {
+  /** Program path in the archive. */
+  path: string;
+  /** Program path of the private copy. */
+  copy: string;
+}
+
+/** Sidecars SQLite reads beside a database: the WAL, and a hot rollback journal. */
+const SQLITE_SIDECARS = ['-wal', '-journal'] as const;
+
+/**
+ * Copies every SQLite database in the archive (a file starting with SQLite's header)
+ * and its WAL or journal into `dir` (a private 0700 folder), reading the archive once
+ * more with the same strict reader and proving it unchanged since inspection. The
+ * copies are 0600 and named by position, never by the archive's names.
+ */
+export async function extractDatabases(
+  host: Host,
+  handle: fs.FileHandle,
+  manifest: Manifest,
+  dir: string,
+  limits: ArchiveLimits = DEFAULT_ARCHIVE_LIMITS,
+): Promise<ExtractedDatabase[]> {
+  const { isSqliteHeader, SQLITE_MAGIC } = await import('../host/sqlite.js');
+  const files = new Map(manifest.items.map((item, i) => [item.path, { item, i }]));
+  const sidecarOf = (p: string): { base: number; suffix: string } | undefined => {
+    for (const suffix of SQLITE_SIDECARS) {
+      const base = p.endsWith(suffix) ? files.get(p.slice(0, -suffix.length)) : undefined;
+      if (base?.item.kind === 'file') return { base: base.i, suffix };
+    }
+    return undefined;
+  };
+  const found: ExtractedDatabase[] = [];
+  let open: { abort(): Promise<void> } | undefined;
+  let index = 0;
+  try {
+    const sha256 = await scan(handle, manifest.file, limits, (entry) => {
+      const name = entry.typeflag === '5' ? entry.name.replace(/\/$/, '') : entry.name;
+      if (entry.typeflag === '5' && isAboveARoot(`/${name}`)) return undefined;
+      const at = index++;
+      const item = manifest.items[at];
+      if (!item || item.path !== `/${name}` || item.size !== entry.size) throw refused(manifest.file, 'changed while it was being checked');
+      if (item.kind !== 'file' || item.size === 0) return undefined;
+      const sidecar = sidecarOf(item.path);
+      const copyName = sidecar ? `${sidecar.base}.sqlite${sidecar.suffix}` : `${at}.sqlite`;
+      // A database is told by its first 16 bytes; a sidecar by its name beside one.
+      let head: Buffer[] | undefined = sidecar ? undefined : [];
+      let headBytes = 0;
+      let out: Awaited<ReturnType<Host['files']['createNew']>> | undefined;
+      let left = item.size;
+      const start = async (): Promise<void> => {
+        out = await host.files.createNew(`${dir}/${copyName}`, { mode: 0o600 });
+        open = out;
+        if (!sidecar) found.push({ path: item.path, copy: `${dir}/${copyName}` });
+      };
+      return async (chunk: Buffer) => {
+        left -= chunk.length;
+        if (head) {
+          head.push(Buffer.from(chunk));
+          headBytes += chunk.length;
+          if (headBytes < SQLITE_MAGIC.length && left > 0) return;
+          const first = Buffer.concat(head);
+          head = undefined;
+          if (!isSqliteHeader(first)) return;
+          await start();
+          await out!.write(first);
+        } else if (!out) {
+          if (!sidecar) return; // not a database
+          await start();
+          await out!.write(chunk);
+        } else {
+          await out.write(chunk);
+        }
+        if (left === 0 && out) {
+          open = undefined;
+          await out.close();
+        }
+      };
+    });
+    if (sha256 !== manifest.sha256) throw refused(manifest.file, 'changed while it was being checked');
+  } catch (error) {
+    await open?.abort();
+    throw error;
+  }
+  return found;
+}

@@ -1,9 +1,11 @@
+import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import * as tar from 'tar';
 import { DeployError } from '../errors.js';
 import { ROOT_OWNER, type Host } from '../host/index.js';
+import { integrityProblems } from '../host/sqlite.js';
 import { BACKUP_PREFIX } from '../layout.js';
-import { inspectArchive, openArchive } from './archive.js';
+import { extractDatabases, inspectArchive, openArchive, type Manifest } from './archive.js';
 import { BACKUP_ROOTS, installMode, relativePathProblem, symlinkProblem, type ItemKind } from './backup-set.js';
 import { isLeftover } from './leftovers.js';
 
@@ -56,11 +58,51 @@ export async function planBackup(host: Host): Promise<BackupPlan> {
   return plan;
 }
 
-/** `/tmp/openclaw-backup-YYYYMMDD-HHMMSS.tar.gz`; the n-th backup of the same second gets `-n`. */
-export function backupName(now: Date, n = 1): string {
+/** The file name every backup has: `openclaw-backup-YYYYMMDD-HHMMSS[-n].tar.gz`. */
+export const BACKUP_FILE_NAME = /^openclaw-backup-\d{8}-\d{6}(-\d+)?\.tar\.gz$/;
+
+/**
+ * `/tmp/openclaw-backup-YYYYMMDD-HHMMSS.tar.gz` (or the same name in `dir`); the n-th
+ * backup of the same second gets `-n`.
+ */
+export function backupName(now: Date, n = 1, dir?: string, label = 'backup'): string {
   const p = (v: number) => String(v).padStart(2, '0');
   const stamp = `${now.getFullYear()}${p(now.getMonth() + 1)}${p(now.getDate())}-${p(now.getHours())}${p(now.getMinutes())}${p(now.getSeconds())}`;
-  return `${BACKUP_PREFIX}${stamp}${n > 1 ? `-${n}` : ''}.tar.gz`;
+  const prefix = `${dir ?? path.posix.dirname(BACKUP_PREFIX)}/openclaw-${label}-`;
+  return `${prefix}${stamp}${n > 1 ? `-${n}` : ''}.tar.gz`;
+}
+
+export interface CheckedDatabase {
+  /** Program path of the database in the archive. */
+  path: string;
+  /** What `PRAGMA integrity_check` said ("ok", or its first problems). */
+  integrity: string;
+}
+
+/**
+ * Every SQLite database in an archive passes `PRAGMA integrity_check`: each is copied
+ * with its WAL (if any) into a private temp folder and opened there with node:sqlite
+ * (host/sqlite.ts). Returns what was checked; the problems are in `integrity`.
+ */
+export async function checkArchiveDatabases(host: Host, handle: FileHandle, manifest: Manifest): Promise<CheckedDatabase[]> {
+  const dir = await host.files.makeTempDir('/tmp/openclaw-db-check');
+  try {
+    const found = await extractDatabases(host, handle, manifest, dir);
+    const checked: CheckedDatabase[] = [];
+    for (const db of found) {
+      const problems = await integrityProblems(host.paths.real(db.copy));
+      checked.push({ path: db.path, integrity: problems.length === 0 ? 'ok' : problems.join('; ') });
+    }
+    return checked;
+  } finally {
+    await host.files.remove(dir);
+  }
+}
+
+/** The databases that did not pass, in words, or undefined. */
+export function databaseProblems(checked: readonly CheckedDatabase[]): string | undefined {
+  const bad = checked.filter((c) => c.integrity !== 'ok');
+  return bad.length ? bad.map((c) => `${c.path}: ${c.integrity.slice(0, 200)}`).join('; ') : undefined;
 }
 
 /** node-tar writes a second name of a file as a hard link; restore refuses those, so every file goes in whole. */
@@ -78,21 +120,33 @@ export interface WrittenBackup {
   entries: number;
   bytes: number;
   skipped: BackupPlan['skipped'];
+  /** Every SQLite database in it, checked (all "ok": a backup with a bad one is not published). */
+  databases: CheckedDatabase[];
+}
+
+export interface BackupOptions {
+  /** The folder the archive goes to (default /tmp, 1777); made 0700 when it is not /tmp. */
+  dir?: string;
+  /** `openclaw-<label>-<stamp>.tar.gz` (default `backup`; an upgrade's is `pre-upgrade`, which --keep never prunes). */
+  label?: string;
 }
 
 /**
  * Writes a gzip tar of the backup plan (names relative to /; no owners: restore
  * gives everything the install's), 0600 from the first byte, as a temp
- * file in /tmp; reads it back whole with restore's own checks and compares it with
- * the plan; then gives it its name, never replacing an existing backup (two in the
- * same second get -2, -3...).
+ * file in /tmp (or `dir`); reads it back whole with restore's own checks and compares
+ * it with the plan; checks every SQLite database in it (`PRAGMA integrity_check`);
+ * then gives it its name, never replacing an existing backup (two in the same second
+ * get -2, -3...). The caller stops the database writers first (writers.ts).
  */
-export async function writeBackup(host: Host): Promise<WrittenBackup> {
+export async function writeBackup(host: Host, options: BackupOptions = {}): Promise<WrittenBackup> {
   const plan = await planBackup(host);
-  if (plan.items.length === 0) throw new DeployError('there is no deployment here to back up', 'nothing to reset');
+  if (plan.items.length === 0) throw new DeployError('there is no deployment here to back up', 'nothing to back up');
   const now = host.now();
-  await host.files.ensureDir(path.posix.dirname(BACKUP_PREFIX), 0o1777);
-  const temp = host.files.tempPathFor(backupName(now));
+  const dir = options.dir;
+  if (dir) await host.files.ensureDir(dir, 0o700, ROOT_OWNER);
+  else await host.files.ensureDir(path.posix.dirname(BACKUP_PREFIX), 0o1777);
+  const temp = host.files.tempPathFor(backupName(now, 1, dir, options.label));
   try {
     const out = await host.files.createNew(temp, { mode: 0o600, owner: ROOT_OWNER });
     try {
@@ -108,10 +162,12 @@ export async function writeBackup(host: Host): Promise<WrittenBackup> {
     }
     const handle = await openArchive(host.paths.real(temp), temp);
     let listed: Map<string, ItemKind>;
+    let databases: CheckedDatabase[];
     try {
       // An incomplete deployment may have no answers yet: restore would say so.
       const manifest = await inspectArchive(handle, temp, undefined, { requireAnswers: false });
       listed = new Map(manifest.items.map((i) => [i.path, i.kind]));
+      databases = await checkArchiveDatabases(host, handle, manifest);
     } finally {
       await handle.close();
     }
@@ -119,11 +175,18 @@ export async function writeBackup(host: Host): Promise<WrittenBackup> {
     if (missing.length > 0) {
       throw new DeployError(`the backup archive is incomplete (missing ${missing.slice(0, 5).join(', ')})`, 'nothing was removed; run again (files may have changed while it was written)');
     }
-    for (let n = 1; n <= 1000; n++) {
-      const archive = backupName(now, n);
-      if (await host.files.publishNew(temp, archive)) return { archive, entries: listed.size, bytes: plan.bytes, skipped: plan.skipped };
+    const bad = databaseProblems(databases);
+    if (bad) {
+      throw new DeployError(
+        `a database in the backup fails PRAGMA integrity_check: ${bad}`,
+        'nothing was removed; the database is damaged on disk too (run `openclaw doctor` and see OpenClaw\'s backup docs), then run again',
+      );
     }
-    throw new DeployError('could not find a free backup name in /tmp', 'remove old /tmp/openclaw-backup-* files and run again');
+    for (let n = 1; n <= 1000; n++) {
+      const archive = backupName(now, n, dir, options.label);
+      if (await host.files.publishNew(temp, archive)) return { archive, entries: listed.size, bytes: plan.bytes, skipped: plan.skipped, databases };
+    }
+    throw new DeployError(`could not find a free backup name in ${dir ?? '/tmp'}`, `remove old ${dir ?? '/tmp'}/openclaw-backup-* files and run again`);
   } finally {
     await host.files.remove(temp);
   }

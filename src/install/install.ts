@@ -20,6 +20,10 @@ export interface InstallRun {
   request: InstallRequest;
   /** Extra steps or a replacement list (restore reuses the pipeline). */
   steps?: Step[];
+  /** The caller holds the install lock already (an upgrade: backup, switch and install under one lock). */
+  lockHeld?: boolean;
+  /** The caller reports the outcome (an upgrade prints one report, one JSON document). */
+  quiet?: boolean;
 }
 
 export async function runInstall(request: InstallRequest): Promise<void> {
@@ -27,6 +31,11 @@ export async function runInstall(request: InstallRequest): Promise<void> {
   if (request.resetClean) {
     const { runResetClean } = await import('./reset.js');
     return runResetClean(host, request);
+  }
+  if (!request.check && !request.diff) {
+    const { pendingUpgrade, runUpgrade } = await import('./upgrade.js');
+    const versions = await pendingUpgrade(host);
+    if (versions) return runUpgrade(host, request, versions, installWithLock);
   }
   await installWithLock({ host, request });
 }
@@ -54,7 +63,7 @@ export function lockTimeoutSeconds(value: number | string | undefined): number {
  * --check and --diff run on a read-only host (host/read-only.ts): no lock, no log
  * file, and any attempt to change the server is a bug that throws.
  */
-export async function installWithLock({ host: given, request, steps }: InstallRun): Promise<PipelineOutcome> {
+export async function installWithLock({ host: given, request, steps, lockHeld, quiet }: InstallRun): Promise<PipelineOutcome> {
   const catalog = Boolean(request.catalog);
   const check = Boolean(request.check || request.diff);
   const host = check ? readOnlyHost(given) : given;
@@ -76,7 +85,7 @@ export async function installWithLock({ host: given, request, steps }: InstallRu
     channelAllow,
   };
 
-  const lock = check ? undefined : await host.locks.acquire(LAYOUT.installLock, 'install');
+  const lock = check || lockHeld ? undefined : await host.locks.acquire(LAYOUT.installLock, 'install');
   try {
     if (!check) {
       await sweepLeftovers(host);
@@ -87,7 +96,7 @@ export async function installWithLock({ host: given, request, steps }: InstallRu
     const renderer: Renderer = request.json || catalog ? 'silent' : process.stderr.isTTY ? 'default' : 'simple';
     const started = Date.now();
     const outcome = await runPipeline(steps ?? installSteps(), { host, profile, answers, components, options }, renderer);
-    report(host, request, outcome, options, Date.now() - started);
+    if (!quiet) report(host, request, outcome, options, Date.now() - started);
     if (outcome.failed) process.exitCode = failureExitCode(outcome);
     return outcome;
   } finally {

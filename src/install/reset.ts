@@ -4,7 +4,8 @@ import { LAYOUT } from '../layout.js';
 import { printLine } from '../output.js';
 import { emitJson, resetOutput, resetPlanOutput } from '../json/index.js';
 import { removeChannelFirewall } from '../steps/channel-firewall.js';
-import { BACKUP_PATHS, backupName, planBackup, writeBackup } from './backup.js';
+import { BACKUP_PATHS, backupName, planBackup, writeBackup, type WrittenBackup } from './backup.js';
+import { stopWriters } from './writers.js';
 import { sweepLeftovers } from './leftovers.js';
 import type { InstallRequest } from './request.js';
 
@@ -18,10 +19,13 @@ export const RESET_REMOVES = [
   LAYOUT.qmdCacheDir,
   LAYOUT.qmdRefreshServiceFile,
   LAYOUT.qmdRefreshTimerFile,
+  LAYOUT.backupServiceFile,
+  LAYOUT.backupTimerFile,
 ];
 
 /** The commands the reset runs after the backup, in words (for --check). */
 const RESET_COMMANDS = [
+  `systemctl --user stop ${LAYOUT.qmdRefreshTimer} ${LAYOUT.qmdRefreshService} ${LAYOUT.gatewayUnit} (before the backup)`,
   `systemctl --user disable --now ${LAYOUT.gatewayUnit}`,
   'tailscale logout',
   'apt-get purge tailscale',
@@ -48,12 +52,22 @@ export async function runResetClean(host: Host, request: InstallRequest): Promis
   const lock = await host.locks.acquire(LAYOUT.installLock, 'install');
   try {
     await sweepLeftovers(host);
-    const backup = await writeBackup(host);
-    host.log.info(`backup written and verified: ${backup.archive} (${backup.entries} entries)`);
+    // stop -> archive -> verify -> change: the databases are copied while nothing
+    // writes them, and nothing is removed before the archive and its databases check out.
+    const writers = await stopWriters(host);
+    let backup: WrittenBackup;
+    try {
+      backup = await writeBackup(host);
+    } catch (error) {
+      await writers.resume().catch((e: Error) => host.log.warn(`could not start the gateway again: ${e.message}`));
+      throw error;
+    }
+    host.log.info(`backup written and verified: ${backup.archive} (${backup.entries} entries, ${backup.databases.length} databases pass integrity_check)`);
     for (const s of backup.skipped) host.log.warn(`not in the backup: ${s.path} (${s.why})`);
 
     await host.services.disable('user', LAYOUT.gatewayUnit).catch(() => undefined);
     await host.services.disable('user', LAYOUT.qmdRefreshTimer).catch(() => undefined);
+    await host.services.disable('system', LAYOUT.backupTimer).catch(() => undefined);
     if (await host.exec.which('tailscale')) {
       await host.exec.run('tailscale', ['logout'], { allowFailure: true, timeoutMs: 60_000 });
     }
@@ -65,13 +79,15 @@ export async function runResetClean(host: Host, request: InstallRequest): Promis
       });
     }
     await removeChannelFirewall(host);
+    const scheduled = await host.files.exists(LAYOUT.backupTimerFile);
     for (const p of RESET_REMOVES) await host.files.remove(p);
     await host.services.daemonReload('user').catch(() => undefined);
+    if (scheduled) await host.services.daemonReload('system').catch(() => undefined);
     if (await host.exec.which('nginx')) {
       const test = await host.exec.run('nginx', ['-t'], { allowFailure: true });
       if (test.exitCode === 0) await host.services.reload('system', 'nginx').catch(() => undefined);
     }
-    if (request.json) emitJson(resetOutput, { ok: true, backup: backup.archive, entries: backup.entries, skipped: backup.skipped, removed: [...RESET_REMOVES] });
+    if (request.json) emitJson(resetOutput, { ok: true, backup: backup.archive, entries: backup.entries, skipped: backup.skipped, databases: backup.databases, removed: [...RESET_REMOVES] });
     else {
       printLine(`backup: ${backup.archive}`);
       printLine(`removed the deployment; bring it back with: service-deploy restore ${backup.archive}`);

@@ -20,7 +20,9 @@ import {
   type ArchiveLimits,
   type Manifest,
 } from './archive.js';
+import { checkArchiveDatabases, databaseProblems } from './backup.js';
 import { installWithLock } from './install.js';
+import { stopWriters } from './writers.js';
 import { sweepLeftovers } from './leftovers.js';
 import type { InstallRequest } from './request.js';
 import { mcpTokenVerdict, rejectedTokenMessage } from '../steps/mcp.js';
@@ -79,11 +81,17 @@ export async function runRestore(request: RestoreRequest): Promise<void> {
       await printRestorePlan(readOnly, manifest, request);
       return;
     }
+    // Every database in the archive passes integrity_check before anything is changed.
+    const databases = await checkArchiveDatabases(host, handle, manifest);
+    const bad = databaseProblems(databases);
+    if (bad) throw new UsageError(`${request.archive}: a database in it fails PRAGMA integrity_check: ${bad}`, 'restore an earlier backup; nothing was changed');
+    host.log.debug(`${databases.length} database(s) in ${request.archive} pass integrity_check`);
     const lock = await host.locks.acquire(LAYOUT.installLock, 'install');
     try {
       await sweepLeftovers(host);
-      // The gateway writes into its state folder: it must not run while that is replaced.
-      if (await host.services.isActive('user', LAYOUT.gatewayUnit).catch(() => false)) await host.services.stop('user', LAYOUT.gatewayUnit);
+      // The gateway and the memory refresh write into the folders being replaced: they
+      // stay stopped until the install that follows starts them with the restored state.
+      await stopWriters(host);
       const staged = await stageArchive(host, handle, manifest, limits);
       await swapIntoPlace(host, staged);
       host.log.info(`restored ${manifest.items.length} entries (${manifest.roots.map((r) => r.path).join(', ')}) from ${request.archive}`);

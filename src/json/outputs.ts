@@ -47,6 +47,7 @@ export const resetOutput = defineOutput({
     backup: absolutePath().describe('The backup archive written before anything was removed'),
     entries: z.number().int(),
     skipped: z.array(skippedEntry()).describe('Left out of the backup, with why'),
+    databases: z.array(z.object({ path: absolutePath(), integrity: z.string().describe('"ok", or what PRAGMA integrity_check found') })).describe('Every SQLite database in the backup, checked before anything was removed'),
     removed: z.array(absolutePath()),
   }),
 });
@@ -140,7 +141,7 @@ export const doctorChecksOutput = defineOutput({
   shape: () => ({ checks: z.array(z.object({ id: z.string(), title: z.string() })) }),
 });
 
-const componentState = () => z.object({ installed: z.string().optional().describe('Absent when not installed'), pinned: z.string() });
+const componentState = () => z.object({ installed: z.string().optional().describe('Absent when not installed'), pinned: z.string(), previous: z.string().optional().describe('The version kept for a rollback (after an upgrade)') });
 
 export const statusOutput = defineOutput({
   name: 'status',

@@ -14,8 +14,18 @@ export interface StatusReport {
   model?: string;
   meshHostname?: string;
   channel: boolean;
-  components: Record<'node' | 'openclaw' | 'qmd' | 'lossless-claw', { installed?: string; pinned: string }>;
+  components: Record<'node' | 'openclaw' | 'qmd' | 'lossless-claw', { installed?: string; pinned: string; previous?: string }>;
   services: { gateway: boolean; health: boolean; mesh: 'running' | 'logged-out' | 'not-installed'; serving: boolean };
+}
+
+/** The OpenClaw package the last upgrade kept for `service-deploy rollback`. */
+async function previousOpenclaw(host: Host): Promise<string | undefined> {
+  try {
+    const version = (JSON.parse((await host.files.read(`${LAYOUT.openclawPrevious}/package.json`)) ?? '') as { version?: unknown }).version;
+    return typeof version === 'string' ? version : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** What is deployed, read-only and quick; `doctor` is the one that judges it. */
@@ -32,6 +42,7 @@ export async function collectStatus(host: Host): Promise<StatusReport> {
     meshStatus(host).catch(() => ({ installed: false, running: false, serving: false })),
     host.files.exists(LAYOUT.channelEnv),
   ]);
+  const previous = await previousOpenclaw(host);
   return {
     deployed: answers !== undefined,
     customer: answers?.customerName,
@@ -40,7 +51,7 @@ export async function collectStatus(host: Host): Promise<StatusReport> {
     channel,
     components: {
       node: { installed: node.exitCode === 0 ? node.stdout.trim().replace(/^v/, '') : undefined, pinned: components.node.version },
-      openclaw: { installed: openclaw, pinned: components.openclaw.version },
+      openclaw: { installed: openclaw, pinned: components.openclaw.version, ...(previous ? { previous } : {}) },
       qmd: { installed: qmd, pinned: components.qmd.version },
       'lossless-claw': { installed: lossless, pinned: components.losslessClaw.version },
     },
@@ -60,7 +71,7 @@ export async function runStatus(args: { json?: boolean; verbose?: boolean }): Pr
   else printLine(`customer ${report.customer}  model ${report.model}  mesh ${report.meshHostname}  channel ${report.channel ? 'on' : 'off'}`);
   for (const [name, c] of Object.entries(report.components)) {
     const mark = c.installed === c.pinned ? 'ok  ' : c.installed ? 'diff' : '--  ';
-    printLine(`${mark} ${name.padEnd(14)} ${(c.installed ?? 'not installed').padEnd(14)} pinned ${c.pinned}`);
+    printLine(`${mark} ${name.padEnd(14)} ${(c.installed ?? 'not installed').padEnd(14)} pinned ${c.pinned}${c.previous ? `  previous ${c.previous} (service-deploy rollback)` : ''}`);
   }
   const s = report.services;
   printLine(`gateway ${s.gateway ? 'active' : 'inactive'}, /healthz ${s.health ? 'ok' : 'not answering'}, mesh ${s.mesh}${s.serving ? ' (serving)' : ''}`);

@@ -70,6 +70,8 @@ export const MANAGED_PLACES: readonly string[] = [
   '/etc/apt/sources.list.d/google-chrome.list',
   '/usr/share/keyrings/tailscale-archive-keyring.gpg',
   '/usr/share/keyrings/google-chrome.asc',
+  LAYOUT.backupServiceFile,
+  LAYOUT.backupTimerFile,
 ];
 
 export function isManagedPlace(p: string): boolean {
@@ -366,6 +368,15 @@ export async function restampRecorded(host: Host, paths: readonly string[]): Pro
       entries.set(p, { ...entry, stamp: { ino: info.ino, mtimeMs: info.mtimeMs, ctimeMs: info.ctimeMs } });
       changed = true;
     }
+    return changed;
+  });
+}
+
+/** Takes files we removed on purpose (a schedule turned off) out of the manifest, so doctor does not miss them. */
+export async function forgetRecorded(host: Host, paths: readonly string[]): Promise<void> {
+  await manifestRecorder(host).update((entries) => {
+    let changed = false;
+    for (const p of paths) changed = entries.delete(p) || changed;
     return changed;
   });
 }

@@ -28,7 +28,10 @@ export const agentRuntimeStep: Step = {
     // The right version with a file missing or changed since npm wrote it: install again.
     const state = await packageState(host, have, want, openclawFiles(components.openclaw.package));
     const changes = [];
-    if (have !== want) changes.push({ target: 'openclaw', summary: have ? `OpenClaw ${have} -> ${want}` : `install OpenClaw ${want}` });
+    if (have !== want) {
+      const upgrade = `OpenClaw ${have} -> ${want} (upgrade: verified backup first, the new package installed beside the old one and switched in, openclaw doctor --fix migrations, /healthz; rolled back by itself on any failure)`;
+      changes.push({ target: 'openclaw', summary: have ? upgrade : `install OpenClaw ${want}` });
+    }
     else if (state.damaged) changes.push({ target: 'openclaw', summary: `reinstall OpenClaw ${want}: ${state.damaged}` });
     const wrapper = await planFile(host, openclawWrapper());
     if (wrapper) changes.push(wrapper);

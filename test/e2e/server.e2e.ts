@@ -16,6 +16,7 @@ import { confinementStep } from './confinement.js';
 import { memoryAfterRestore, memoryAndHeartbeat } from './memory.js';
 import { doctorWarnsLimits, limitsSkippedInContainer, meshPathRefusedEdgePathWorks } from './channel-edge.js';
 import { craftedArchivesOnRealRoot } from './crafted-archives.js';
+import { brokenUpgradeRollsBack, consistentBackupOnServer } from './lifecycle.js';
 
 const components = JSON.parse(fs.readFileSync(path.join(REPO, 'templates/components.json'), 'utf8'));
 const profile = JSON.parse(fs.readFileSync(path.join(REPO, 'templates/service-profile.json'), 'utf8'));
@@ -341,6 +342,11 @@ true`);
     const t = Date.now();
     report.craftedArchives = { ...(await craftedArchivesOnRealRoot(world, backupArchive)), wallMs: Date.now() - t };
     log(`crafted archives: ${JSON.stringify(report.craftedArchives)}`);
+  });
+
+  step('9. lifecycle: an on-demand backup (writers paused, databases checked); an upgrade to a broken build rolls back by itself', 30 * 60_000, async () => {
+    report.backupOnDemand = await consistentBackupOnServer(world, chat);
+    report.brokenUpgrade = await brokenUpgradeRollsBack(world, chat);
   });
 
   step('no secret in process arguments, the install/guard logs or any world-readable file', 5 * 60_000, async () => {

@@ -103,7 +103,16 @@ export async function makeSandbox(options: { os?: string; arch?: 'x64' | 'arm64'
     res.writeHead(ok ? 200 : 401, { 'content-type': 'application/json' }).end(ok ? '{"jsonrpc":"2.0","id":1,"result":{}}' : '{"error":"unauthorized"}');
   });
   mcp.url = `${mcpServer.url}/mcp`;
-  const health = await listen((req, res) => res.writeHead(req.url === '/healthz' ? 200 : 404).end('{"ok":true,"status":"live"}'));
+  // $state/unhealthy-version: a gateway running that OpenClaw version does not answer (a broken build).
+  const unhealthy = (): boolean => {
+    try {
+      const want = fs.readFileSync(path.join(state, 'unhealthy-version'), 'utf8').trim();
+      return JSON.parse(fs.readFileSync(path.join(root, 'opt/service-deploy/node/lib/node_modules/openclaw/package.json'), 'utf8')).version === want;
+    } catch {
+      return false;
+    }
+  };
+  const health = await listen((req, res) => (unhealthy() ? res.writeHead(503).end('{"ok":false}') : res.writeHead(req.url === '/healthz' ? 200 : 404).end('{"ok":true,"status":"live"}')));
 
   const sandbox: Sandbox = {
     root,

@@ -71,7 +71,8 @@ describe('the read-only host (check mode by construction)', () => {
     }
     expect(await ro.services.isActive('system', 'nginx')).toBe(true); // the stand-in answers 0
     expect(() => ro.locks.acquire('/run/x.lock', 'x')).toThrow(CheckModeViolation);
-    expect(methodsOf(Locks.prototype).filter((m) => m !== 'holders' && m !== 'liveHolder')).toEqual(['acquire']);
+    expect(methodsOf(Locks.prototype).filter((m) => !['holders', 'waitFree', 'liveHolder'].includes(m))).toEqual(['acquire']);
+    expect(await ro.locks.waitFree('/run/x.lock', 0)).toBeUndefined(); // only reads the lock file
     expect(() => ro.net.download('https://example.invalid/x', path.join(root, 'x'))).toThrow(CheckModeViolation);
     expect(methodsOf(Net.prototype).filter((m) => !['request', 'open'].includes(m))).toEqual(['download']);
     expect(() => ro.log.attachFile(path.join(root, 'log'))).toThrow(CheckModeViolation);

@@ -1,0 +1,245 @@
+import { DeployError, UsageError } from '../errors.js';
+import type { Host } from '../host/index.js';
+import { LAYOUT } from '../layout.js';
+import { printJson, printLine } from '../output.js';
+import { recordProgramFiles } from '../pipeline/manifest.js';
+import { pipelineJson } from '../pipeline/report.js';
+import { GLOBAL_MODULES, installedPackageVersion, openclawFiles } from '../runtime/openclaw.js';
+import { probeHealth } from '../steps/health.js';
+import { UpgradeError, installBeside, runMigrations, switchToPrevious, switchToStaged, type UpgradeStage } from '../steps/openclaw-upgrade.js';
+import { loadComponents } from '../components.js';
+import { inspectArchive, openArchive, stageArchive, swapIntoPlace } from './archive.js';
+import { writeBackup, type WrittenBackup } from './backup.js';
+import { sweepLeftovers } from './leftovers.js';
+import type { PipelineOutcome } from '../pipeline/runner.js';
+import type { InstallRequest } from './request.js';
+
+/** The install pipeline under a lock the caller holds (install.ts passes installWithLock: no import back into it). */
+export type InstallUnderLock = (run: { host: Host; request: InstallRequest; lockHeld: boolean; quiet: boolean }) => Promise<PipelineOutcome>;
+import { stopWriters } from './writers.js';
+
+/**
+ * Upgrades of the pinned OpenClaw that roll back by themselves (issue 19):
+ *
+ *   verified pre-upgrade backup (writers stopped; they stay stopped)
+ *   -> the new package installed beside the old one (download, install)
+ *   -> switched in by rename, the old one kept as the previous
+ *   -> the runtime's migrations (openclaw doctor --fix --non-interactive)
+ *   -> the install pipeline (starts the gateway: start) -> /healthz (health)
+ *   -> on any failure: the previous package and the pre-upgrade state back, the
+ *      gateway started and healthy again, exit 1 with a report.
+ *
+ * All under the install lock, so the guard waits. `service-deploy rollback` does the
+ * same going back by hand.
+ */
+
+/** What the last upgrade did, kept beside the packages (a reset removes both). */
+export interface UpgradeRecord {
+  from: string;
+  to: string;
+  backup: string;
+  at: string;
+  outcome: 'started' | 'upgraded' | 'rolled-back' | 'rollback-failed';
+  failed?: { stage: UpgradeStage; error: string };
+}
+
+/** The version of the package an upgrade kept (undefined: none kept). */
+export async function previousVersion(host: Host): Promise<string | undefined> {
+  try {
+    const version = (JSON.parse((await host.files.read(`${LAYOUT.openclawPrevious}/package.json`)) ?? '') as { version?: unknown }).version;
+    return typeof version === 'string' ? version : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export async function readUpgradeRecord(host: Host): Promise<UpgradeRecord | undefined> {
+  const text = await host.files.read(LAYOUT.upgradeRecord);
+  if (!text) return undefined;
+  try {
+    const r = JSON.parse(text) as UpgradeRecord;
+    return typeof r.from === 'string' && typeof r.to === 'string' && typeof r.backup === 'string' ? r : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+async function writeRecord(host: Host, record: UpgradeRecord): Promise<void> {
+  await host.files.write(LAYOUT.upgradeRecord, `${JSON.stringify(record, null, 2)}\n`, { mode: 0o600 });
+}
+
+/** The installed and pinned OpenClaw, when they differ and one is installed (an upgrade, or a downgrade of the pin). */
+export async function pendingUpgrade(host: Host): Promise<{ from: string; to: string } | undefined> {
+  const components = loadComponents(host.env);
+  const have = await installedPackageVersion(host, GLOBAL_MODULES, components.openclaw.package);
+  return have && have !== components.openclaw.version ? { from: have, to: components.openclaw.version } : undefined;
+}
+
+const STAGE_OF_STEP: Readonly<Record<string, UpgradeStage>> = { 'gateway-service': 'start', health: 'health' };
+
+export async function runUpgrade(host: Host, request: InstallRequest, versions: { from: string; to: string }, installWithLock: InstallUnderLock): Promise<void> {
+  const components = loadComponents(host.env);
+  const started = Date.now();
+  const lock = await host.locks.acquire(LAYOUT.installLock, 'install');
+  let record: UpgradeRecord | undefined;
+  let switched = false;
+  try {
+    await sweepLeftovers(host);
+    host.log.info(`upgrade: OpenClaw ${versions.from} -> ${versions.to}; a verified backup first`);
+    const writers = await stopWriters(host);
+    let backup: WrittenBackup;
+    try {
+      backup = await writeBackup(host, { dir: LAYOUT.backupDir, label: 'pre-upgrade' });
+    } catch (error) {
+      await writers.resume().catch(() => undefined);
+      throw error;
+    }
+    host.log.info(`pre-upgrade backup: ${backup.archive} (${backup.databases.length} databases pass integrity_check)`);
+    record = { ...versions, backup: backup.archive, at: host.now().toISOString(), outcome: 'started' };
+    await writeRecord(host, record);
+    try {
+      await installBeside(host, components.sources.openclawSpec, components.openclaw.package, versions.to);
+      await switchToStaged(host, components.openclaw.package);
+      switched = true;
+      await recordProgramFiles(host, openclawFiles(components.openclaw.package));
+      await runMigrations(host);
+    } catch (error) {
+      if (!(error instanceof UpgradeError)) throw error;
+      return await failed(host, request, record, error.stage, error.message, switched, writers.resume);
+    }
+    const outcome = await installWithLock({ host, request: { ...request, nonInteractive: true }, lockHeld: true, quiet: Boolean(request.json) });
+    const bad = outcome.results.find((r) => r.status === 'failed');
+    if (bad) return await failed(host, request, record, STAGE_OF_STEP[bad.id] ?? 'install', `${bad.title}: ${bad.error ?? 'failed'}`, switched, writers.resume);
+    record = { ...record, outcome: 'upgraded' };
+    await writeRecord(host, record);
+    const seconds = ((Date.now() - started) / 1000).toFixed(1);
+    if (request.json) printJson({ ...pipelineJson(outcome, 'apply', Date.now() - started), upgrade: { from: versions.from, to: versions.to, backup: backup.archive, seconds: Number(seconds) } });
+    else printLine(`upgraded OpenClaw ${versions.from} -> ${versions.to} in ${seconds} s; the previous package is kept (service-deploy rollback), the pre-upgrade backup is ${backup.archive}`);
+  } finally {
+    await lock.release();
+  }
+}
+
+/** A failed upgrade: everything back as before, then exit 1 with the report. */
+async function failed(
+  host: Host,
+  request: InstallRequest,
+  record: UpgradeRecord,
+  stage: UpgradeStage,
+  error: string,
+  switched: boolean,
+  resume: () => Promise<void>,
+): Promise<void> {
+  host.log.error(`upgrade to OpenClaw ${record.to} failed at ${stage}: ${error}`);
+  const logs = stage === 'start' || stage === 'health' ? await gatewayLog(host) : [];
+  let rollback: RollbackResult;
+  try {
+    rollback = switched ? await rollBack(host, record.backup) : await resumeOnly(host, resume);
+  } catch (e) {
+    rollback = { healthy: false, detail: (e as Error).message };
+  }
+  const outcome = rollback.healthy ? 'rolled-back' : 'rollback-failed';
+  await writeRecord(host, { ...record, outcome, failed: { stage, error } }).catch(() => undefined);
+  process.exitCode = 1;
+  if (request.json) {
+    printJson({ ok: false, upgrade: { from: record.from, to: record.to, failedAt: stage, error, log: logs, backup: record.backup, rolledBack: rollback.healthy, health: rollback.detail } });
+    return;
+  }
+  printLine(`upgrade: OpenClaw ${record.from} -> ${record.to} FAILED at ${stage}: ${error}`);
+  for (const line of logs) printLine(`  log: ${line}`);
+  printLine(
+    rollback.healthy
+      ? `rolled back: OpenClaw ${record.from} and the state from before the upgrade are back, the gateway answers (${rollback.detail})`
+      : `ROLLBACK INCOMPLETE: ${rollback.detail}; restore by hand with: service-deploy restore ${record.backup}`,
+  );
+  printLine(`pre-upgrade backup: ${record.backup}`);
+}
+
+/** The last lines the gateway logged (for the report; secrets masked). */
+async function gatewayLog(host: Host): Promise<string[]> {
+  const result = await host.exec.run('journalctl', ['--user', '-u', LAYOUT.gatewayUnit, '-n', '15', '--no-pager', '-o', 'cat'], { allowFailure: true, timeoutMs: 15_000, env: { XDG_RUNTIME_DIR: '/run/user/0' } });
+  return host.redactor.redact(result.stdout).split('\n').filter(Boolean).slice(-15);
+}
+
+interface RollbackResult {
+  healthy: boolean;
+  detail: string;
+}
+
+async function waitHealthy(host: Host): Promise<RollbackResult> {
+  const deadline = Date.now() + Number(host.env.SERVICE_HEALTH_TIMEOUT_MS ?? 120_000);
+  let last = await probeHealth(host);
+  while (!last.ok && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    last = await probeHealth(host);
+  }
+  return { healthy: last.ok, detail: `/healthz: ${last.detail}` };
+}
+
+/** Nothing was switched: the old package and state are untouched; start what was stopped. */
+async function resumeOnly(host: Host, resume: () => Promise<void>): Promise<RollbackResult> {
+  await resume();
+  return waitHealthy(host);
+}
+
+/**
+ * The previous package and the pre-upgrade state back (the backup's roots staged and
+ * swapped in, as restore does, while the gateway is stopped), then the gateway started
+ * and waited for. Used by a failed upgrade and by `service-deploy rollback`.
+ */
+export async function rollBack(host: Host, backup: string): Promise<RollbackResult> {
+  await stopWriters(host);
+  if (!(await switchToPrevious(host))) throw new DeployError(`no previous OpenClaw package at ${LAYOUT.openclawPrevious}`, `restore the state with service-deploy restore ${backup}`);
+  const components = loadComponents(host.env);
+  await recordProgramFiles(host, openclawFiles(components.openclaw.package));
+  const handle = await openArchive(host.paths.real(backup), backup);
+  try {
+    const manifest = await inspectArchive(handle, backup);
+    const staged = await stageArchive(host, handle, manifest);
+    await swapIntoPlace(host, staged);
+  } finally {
+    await handle.close();
+  }
+  await host.services.daemonReload('user');
+  await host.services.restart('user', LAYOUT.gatewayUnit);
+  await host.services.start('user', LAYOUT.qmdRefreshTimer).catch(() => undefined);
+  return waitHealthy(host);
+}
+
+export interface RollbackRequest {
+  json?: boolean;
+  verbose?: boolean;
+  yes?: boolean;
+  check?: boolean;
+  nonInteractive?: boolean;
+}
+
+/** `service-deploy rollback`: back to the package and state from before the last upgrade. */
+export async function runRollback(host: Host, request: RollbackRequest): Promise<void> {
+  const record = await readUpgradeRecord(host);
+  const previous = await previousVersion(host);
+  if (!record || !previous) throw new UsageError('there is no upgrade to roll back (no previous OpenClaw package kept)', 'nothing was changed');
+  const current = await installedPackageVersion(host, GLOBAL_MODULES, 'openclaw');
+  const plan = `OpenClaw ${current ?? 'missing'} -> ${previous}, and the state from ${record.backup} (what changed since the upgrade, ${record.at}, is lost)`;
+  if (request.check) {
+    if (request.json) printJson({ ok: true, mode: 'check', from: current, to: previous, backup: record.backup });
+    else printLine(`would roll back: ${plan}; nothing was changed (--check)`);
+    return;
+  }
+  if (!request.yes) {
+    if (!process.stdin.isTTY || request.nonInteractive || request.json) throw new UsageError('rollback replaces the state with the pre-upgrade backup and needs confirmation', 'add --yes to confirm without a terminal');
+    const { confirm } = await import('../answers/index.js');
+    if (!(await confirm(`Roll back: ${plan}?`))) return;
+  }
+  const lock = await host.locks.acquire(LAYOUT.installLock, 'install');
+  try {
+    await sweepLeftovers(host);
+    const result = await rollBack(host, record.backup);
+    await writeRecord(host, { ...record, outcome: result.healthy ? 'rolled-back' : 'rollback-failed' });
+    if (!result.healthy) process.exitCode = 1;
+    if (request.json) printJson({ ok: result.healthy, from: current, to: previous, backup: record.backup, health: result.detail });
+    else printLine(`${result.healthy ? 'rolled back' : 'rolled back, but the gateway does not answer'}: ${plan}; ${result.detail}`);
+  } finally {
+    await lock.release();
+  }
+}
