@@ -3,7 +3,8 @@ import { UsageError } from '../errors.js';
 import { createHost, readOnlyHost, type Host } from '../host/index.js';
 import { integerProblem } from '../input.js';
 import { LAYOUT } from '../layout.js';
-import { printJson, printLine } from '../output.js';
+import { backupOutput, backupPlanOutput, backupScheduleOutput, emitJson } from '../json/index.js';
+import { printLine } from '../output.js';
 import { planFile, writeDesired, type DesiredFile } from '../pipeline/files.js';
 import { forgetRecorded } from '../pipeline/manifest.js';
 import { renderTemplate } from '../render/template.js';
@@ -158,7 +159,7 @@ async function backupNow(host: Host, keep: number | undefined, request: BackupRe
   const report = await takeBackup(host, keep);
   const { backup } = report;
   if (request.json) {
-    printJson({
+    emitJson(backupOutput, {
       ok: true,
       archive: backup.archive,
       entries: backup.entries,
@@ -189,7 +190,7 @@ async function planBackupNow(host: Host, keep: number | undefined, request: Back
   const existing = await listBackups(host);
   const prune = keep === undefined ? [] : existing.slice(Math.max(0, keep - 1)).map((b) => b.path);
   if (request.json) {
-    printJson({ ok: true, mode: 'check', archive, entries: plan.items.length, bytes: plan.bytes, skipped: plan.skipped, stop: running, prune });
+    emitJson(backupPlanOutput, { ok: true, mode: 'check', archive, entries: plan.items.length, bytes: plan.bytes, skipped: plan.skipped, stop: running, prune });
     return;
   }
   if (plan.items.length === 0) {
@@ -208,19 +209,23 @@ async function planBackupNow(host: Host, keep: number | undefined, request: Back
 async function setSchedule(host: Host, every: { every: string; seconds: number } | 'off', keep: number | undefined, request: BackupRequest): Promise<void> {
   const check = Boolean(request.check);
   if (every === 'off') {
-    const present = (await Promise.all([LAYOUT.backupTimerFile, LAYOUT.backupServiceFile].map((p) => host.files.exists(p)))).some(Boolean);
+    const files = [LAYOUT.backupTimerFile, LAYOUT.backupServiceFile];
+    const found = await Promise.all(files.map((p) => host.files.exists(p)));
+    const existing = files.filter((_, i) => found[i]);
+    const present = existing.length > 0;
     if (!check && present) {
       const lock = await host.locks.acquire(LAYOUT.installLock, 'install');
       try {
         await host.services.disable('system', LAYOUT.backupTimer);
-        for (const p of [LAYOUT.backupTimerFile, LAYOUT.backupServiceFile]) await host.files.remove(p);
-        await forgetRecorded(host, [LAYOUT.backupTimerFile, LAYOUT.backupServiceFile]);
+        for (const p of files) await host.files.remove(p);
+        await forgetRecorded(host, files);
         await host.services.daemonReload('system');
       } finally {
         await lock.release();
       }
     }
-    if (request.json) printJson({ ok: true, ...(check ? { mode: 'check' } : {}), schedule: null, changed: present });
+    const removed = present ? [`disable ${LAYOUT.backupTimer}`, ...existing.map((p) => `${p}: removed`)] : [];
+    if (request.json) emitJson(backupScheduleOutput, { ok: true, mode: check ? 'check' : 'apply', schedule: null, changed: present, changes: removed });
     else printLine(present ? `${check ? 'would remove' : 'removed'} the backup schedule (${LAYOUT.backupTimer}); the backups in ${LAYOUT.backupDir} stay` : 'no backup schedule is set');
     return;
   }
@@ -241,7 +246,8 @@ async function setSchedule(host: Host, every: { every: string; seconds: number }
   }
   const what = { every: schedule.every, keep: schedule.keep, dir: LAYOUT.backupDir, timer: LAYOUT.backupTimer };
   if (request.json) {
-    printJson({ ok: true, ...(check ? { mode: 'check' } : {}), schedule: what, changes: changes.map((c) => c!.summary) });
+    const lines = [...changes.map((c) => c!.summary), ...(active ? [] : [`enable ${LAYOUT.backupTimer}`])];
+    emitJson(backupScheduleOutput, { ok: true, mode: check ? 'check' : 'apply', schedule: what, changed: lines.length > 0, changes: lines });
     return;
   }
   for (const c of changes) printLine(`${check ? 'would write' : 'wrote'} ${c!.summary}`);

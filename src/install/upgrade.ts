@@ -1,7 +1,8 @@
 import { DeployError, UsageError } from '../errors.js';
 import type { Host } from '../host/index.js';
 import { LAYOUT } from '../layout.js';
-import { printJson, printLine } from '../output.js';
+import { emitJson, installOutput, rollbackOutput, upgradeFailedOutput } from '../json/index.js';
+import { printLine } from '../output.js';
 import { recordProgramFiles } from '../pipeline/manifest.js';
 import { pipelineJson } from '../pipeline/report.js';
 import { GLOBAL_MODULES, installedPackageVersion, openclawFiles } from '../runtime/openclaw.js';
@@ -113,7 +114,7 @@ export async function runUpgrade(host: Host, request: InstallRequest, versions: 
     record = { ...record, outcome: 'upgraded' };
     await writeRecord(host, record);
     const seconds = ((Date.now() - started) / 1000).toFixed(1);
-    if (request.json) printJson({ ...pipelineJson(outcome, 'apply', Date.now() - started), upgrade: { from: versions.from, to: versions.to, backup: backup.archive, seconds: Number(seconds) } });
+    if (request.json || request.catalog) emitJson(installOutput, { ...pipelineJson(outcome, 'apply', Date.now() - started), upgrade: { from: versions.from, to: versions.to, backup: backup.archive, seconds: Number(seconds) } });
     else printLine(`upgraded OpenClaw ${versions.from} -> ${versions.to} in ${seconds} s; the previous package is kept (service-deploy rollback), the pre-upgrade backup is ${backup.archive}`);
   } finally {
     await lock.release();
@@ -141,8 +142,20 @@ async function failed(
   const outcome = rollback.healthy ? 'rolled-back' : 'rollback-failed';
   await writeRecord(host, { ...record, outcome, failed: { stage, error } }).catch(() => undefined);
   process.exitCode = 1;
-  if (request.json) {
-    printJson({ ok: false, upgrade: { from: record.from, to: record.to, failedAt: stage, error, log: logs, backup: record.backup, rolledBack: rollback.healthy, health: rollback.detail } });
+  if (request.json || request.catalog) {
+    // Its own failing document: the CLI prints no error envelope over it (docs/json.md).
+    emitJson(upgradeFailedOutput, {
+      ok: false,
+      upgrade: { from: record.from, to: record.to, failedAt: stage, error, log: logs, backup: record.backup, rolledBack: rollback.healthy, health: rollback.detail },
+      error: {
+        code: 'upgrade-failed',
+        message: `upgrade to OpenClaw ${record.to} failed at ${stage}: ${error}`,
+        hint: rollback.healthy
+          ? `OpenClaw ${record.from} and the state from before the upgrade are back and the gateway answers; fix the cause, then run the install again`
+          : `the rollback is incomplete (${rollback.detail}); restore by hand with: service-deploy restore ${record.backup}`,
+        exitCode: 1,
+      },
+    });
     return;
   }
   printLine(`upgrade: OpenClaw ${record.from} -> ${record.to} FAILED at ${stage}: ${error}`);
@@ -222,7 +235,7 @@ export async function runRollback(host: Host, request: RollbackRequest): Promise
   const current = await installedPackageVersion(host, GLOBAL_MODULES, 'openclaw');
   const plan = `OpenClaw ${current ?? 'missing'} -> ${previous}, and the state from ${record.backup} (what changed since the upgrade, ${record.at}, is lost)`;
   if (request.check) {
-    if (request.json) printJson({ ok: true, mode: 'check', from: current, to: previous, backup: record.backup });
+    if (request.json) emitJson(rollbackOutput, { ok: true, mode: 'check', from: current ?? null, to: previous, backup: record.backup });
     else printLine(`would roll back: ${plan}; nothing was changed (--check)`);
     return;
   }
@@ -237,7 +250,17 @@ export async function runRollback(host: Host, request: RollbackRequest): Promise
     const result = await rollBack(host, record.backup);
     await writeRecord(host, { ...record, outcome: result.healthy ? 'rolled-back' : 'rollback-failed' });
     if (!result.healthy) process.exitCode = 1;
-    if (request.json) printJson({ ok: result.healthy, from: current, to: previous, backup: record.backup, health: result.detail });
+    if (request.json) {
+      emitJson(rollbackOutput, {
+        ok: result.healthy,
+        mode: 'apply',
+        from: current ?? null,
+        to: previous,
+        backup: record.backup,
+        health: result.detail,
+        ...(result.healthy ? {} : { error: { code: 'gateway-unhealthy', message: `rolled back to OpenClaw ${previous}, but the gateway does not answer: ${result.detail}`, hint: 'see why: service-deploy gateway logs; service-deploy doctor', exitCode: 1 } }),
+      });
+    }
     else printLine(`${result.healthy ? 'rolled back' : 'rolled back, but the gateway does not answer'}: ${plan}; ${result.detail}`);
   } finally {
     await lock.release();

@@ -33,6 +33,34 @@ export const installOutput = defineOutput({
         hint: z.string().optional(),
       }),
     ),
+    upgrade: z
+      .object({
+        from: z.string().describe('The OpenClaw version installed before'),
+        to: z.string().describe('The pinned version now installed'),
+        backup: absolutePath().describe('The verified pre-upgrade backup'),
+        seconds: z.number().describe('How long the upgrade took, backup included'),
+      })
+      .optional()
+      .describe('Present when this run upgraded OpenClaw (the previous package is kept: rollback)'),
+  }),
+});
+
+export const upgradeFailedOutput = defineOutput({
+  name: 'upgrade-failed',
+  version: 1,
+  title: 'Failed upgrade',
+  printedBy: '`install --json` (and `install --catalog`) when an upgrade of OpenClaw fails; it rolls back by itself',
+  shape: () => ({
+    upgrade: z.object({
+      from: z.string().describe('The OpenClaw version installed before (and again, when rolledBack)'),
+      to: z.string().describe('The pinned version the upgrade tried'),
+      failedAt: z.enum(['download', 'install', 'migration', 'start', 'health']).describe('The stage that failed'),
+      error: z.string().describe('What failed, secrets masked'),
+      log: z.array(z.string()).describe("The gateway's last journal lines (start and health failures; otherwise empty), secrets masked"),
+      backup: absolutePath().describe('The verified pre-upgrade backup'),
+      rolledBack: z.boolean().describe('The previous package and state are back and the gateway answers; false: restore the backup by hand'),
+      health: z.string().describe('What /healthz answered after the rollback'),
+    }),
   }),
 });
 
@@ -47,8 +75,8 @@ export const resetOutput = defineOutput({
     backup: absolutePath().describe('The backup archive written before anything was removed'),
     entries: z.number().int(),
     skipped: z.array(skippedEntry()).describe('Left out of the backup, with why'),
-    databases: z.array(z.object({ path: absolutePath(), integrity: z.string().describe('"ok", or what PRAGMA integrity_check found') })).describe('Every SQLite database in the backup, checked before anything was removed'),
     removed: z.array(absolutePath()),
+    databases: z.array(z.object({ path: absolutePath(), integrity: z.string().describe('"ok", or what PRAGMA integrity_check found') })).describe('Every SQLite database in the backup, checked before anything was removed'),
   }),
 });
 
@@ -89,6 +117,78 @@ export const restorePlanOutput = defineOutput({
     createFolders: z.array(absolutePath()),
     remove: z.array(absolutePath()),
     then: z.string(),
+  }),
+});
+
+// ---- backup, rollback -------------------------------------------------------------------
+
+const checkedDatabase = () => z.object({ path: absolutePath(), integrity: z.string().describe('"ok", or what PRAGMA integrity_check found') });
+
+export const backupOutput = defineOutput({
+  name: 'backup',
+  version: 1,
+  title: 'Backup written',
+  printedBy: '`backup --json` (`backup --keep N --json`)',
+  shape: () => ({
+    archive: absolutePath().describe('The archive written (0600, in /var/backups/service-deploy)'),
+    entries: z.number().int(),
+    bytes: z.number().int().describe('Bytes of files in it (uncompressed)'),
+    databases: z.array(checkedDatabase()).describe('Every SQLite database in it, each passing PRAGMA integrity_check'),
+    skipped: z.array(skippedEntry()).describe('Left out of the backup, with why'),
+    stopped: z.array(z.string()).describe('The units stopped while it was written (running again after)'),
+    pausedMs: z.number().int().describe('How long the gateway was stopped (0 when it was not running)'),
+    pruned: z.array(absolutePath()).describe('Older backups removed by --keep'),
+  }),
+});
+
+export const backupPlanOutput = defineOutput({
+  name: 'backup-plan',
+  version: 1,
+  title: 'Backup plan',
+  printedBy: '`backup --check --json` (`--keep N`)',
+  shape: () => ({
+    mode: z.literal('check'),
+    archive: absolutePath().describe('The archive a backup now would write'),
+    entries: z.number().int(),
+    bytes: z.number().int(),
+    skipped: z.array(skippedEntry()),
+    stop: z.array(z.string()).describe('The running units a backup would stop while writing'),
+    prune: z.array(absolutePath()).describe('The older backups --keep would remove'),
+  }),
+});
+
+export const backupScheduleOutput = defineOutput({
+  name: 'backup-schedule',
+  version: 1,
+  title: 'Backup schedule',
+  printedBy: '`backup --every PERIOD [--keep N] [--check] --json`, `backup --every off [--check] --json`',
+  shape: () => ({
+    mode: z.enum(['check', 'apply']).describe('check: nothing was written (--check); apply: the run'),
+    schedule: z
+      .object({
+        every: z.string().describe('The systemd time span between backups (24h, 7d, 90min)'),
+        keep: z.number().int().describe('How many of the newest backups stay'),
+        dir: absolutePath(),
+        timer: z.string().describe('The system timer unit'),
+      })
+      .nullable()
+      .describe('The schedule in effect after the run (with check: that would be); null after --every off'),
+    changed: z.boolean().describe('Something was (or, with check, would be) changed'),
+    changes: z.array(z.string()).describe('One line per change: unit files written or removed, the timer enabled'),
+  }),
+});
+
+export const rollbackOutput = defineOutput({
+  name: 'rollback',
+  version: 1,
+  title: 'Rollback',
+  printedBy: '`rollback --yes --json`, `rollback --check --json`',
+  shape: () => ({
+    mode: z.enum(['check', 'apply']).describe('check: nothing was changed (--check); apply: the run'),
+    from: z.string().nullable().describe('The OpenClaw version installed before the rollback (null: none is installed)'),
+    to: z.string().describe('The previous version, kept by the last upgrade'),
+    backup: absolutePath().describe("The pre-upgrade backup whose state comes back (what changed since is lost)"),
+    health: z.string().optional().describe('What /healthz answered after the rollback (absent with check)'),
   }),
 });
 
@@ -325,9 +425,14 @@ export const errorOutput = defineOutput({
 /** Every output, in the order of docs/json.md. */
 export const OUTPUTS: readonly JsonOutput[] = [
   installOutput,
+  upgradeFailedOutput,
   resetOutput,
   resetPlanOutput,
   restorePlanOutput,
+  backupOutput,
+  backupPlanOutput,
+  backupScheduleOutput,
+  rollbackOutput,
   renderOutput,
   doctorOutput,
   doctorChecksOutput,

@@ -6,6 +6,7 @@ import * as tar from 'tar';
 import { afterAll, describe, expect, it } from 'vitest';
 import { NODE24, REPO, runBinary } from '../helpers/binary.js';
 import { budget, waitUntil } from '../helpers/budget.js';
+import { jsonOutput } from '../helpers/json-schemas.js';
 import { FIRST_INSTALL, SECRETS, makeSandbox, type Call, type Sandbox } from '../helpers/sandbox.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -95,10 +96,21 @@ function corruptDatabase(file: string): void {
 describe('consistent backups', { timeout: budget(300_000) }, () => {
   it('backup: stops the writers, archives, checks every database, starts them again; removes nothing; 0600 in a 0700 folder', async () => {
     const sb = await deployedWithWriter();
+    // --check: the plan, nothing stopped or written.
+    sb.clearCalls();
+    const check = await runBinary(['backup', '--check', '--keep', '3', '--json'], { env: sb.env() });
+    expect(check.exitCode, String(check.stderr)).toBe(0);
+    const plan = jsonOutput('backup-plan', check.stdout);
+    expect(plan).toMatchObject({ ok: true, mode: 'check', stop: expect.arrayContaining([GATEWAY]), prune: [] });
+    expect(plan.archive).toMatch(/^\/var\/backups\/service-deploy\/openclaw-backup-\d{8}-\d{6}\.tar\.gz$/);
+    expect(plan.entries).toBeGreaterThan(0);
+    expect(sb.calls('systemctl').filter((c) => c.args.includes('stop'))).toEqual([]);
+    expect(fs.existsSync(path.join(sb.root, 'var/backups/service-deploy'))).toBe(false);
+
     sb.clearCalls();
     const result = await runBinary(['backup', '--json'], { env: sb.env() });
     expect(result.exitCode, String(result.stderr)).toBe(0);
-    const out = JSON.parse(String(result.stdout));
+    const out = jsonOutput('backup', result.stdout);
     expect(out.archive).toMatch(/^\/var\/backups\/service-deploy\/openclaw-backup-\d{8}-\d{6}\.tar\.gz$/);
     const archive = path.join(sb.root, out.archive);
     expect(fs.statSync(archive).mode & 0o777).toBe(0o600);
@@ -134,9 +146,10 @@ describe('consistent backups', { timeout: budget(300_000) }, () => {
     fs.writeFileSync(path.join(dir, 'notes.txt'), 'mine');
     const kept = await runBinary(['backup', '--keep', '2', '--json'], { env: sb.env() });
     expect(kept.exitCode, String(kept.stderr)).toBe(0);
-    const pruned = JSON.parse(String(kept.stdout)).pruned as string[];
+    const second = jsonOutput('backup', kept.stdout);
+    const pruned = second.pruned as string[];
     expect(pruned.sort()).toEqual(old.map((n) => `/var/backups/service-deploy/${n}`).sort());
-    expect(fs.readdirSync(dir).sort()).toEqual([path.basename(out.archive), path.basename(JSON.parse(String(kept.stdout)).archive), 'notes.txt'].sort());
+    expect(fs.readdirSync(dir).sort()).toEqual([path.basename(out.archive), path.basename(second.archive), 'notes.txt'].sort());
   });
 
   it('--reset-clean: stop -> archive -> verify -> remove; the archive holds the last committed row', async () => {
@@ -238,11 +251,21 @@ describe('consistent backups', { timeout: budget(300_000) }, () => {
     const plan = await runBinary(['backup', '--every', '24h', '--keep', '7', '--check'], { env: sb.env() });
     expect(plan.exitCode, String(plan.stderr)).toBe(0);
     expect(String(plan.stdout)).toContain('would write /etc/systemd/system/service-deploy-backup.timer');
+    const planJson = await runBinary(['backup', '--every', '24h', '--keep', '7', '--check', '--json'], { env: sb.env() });
+    const schedule = { every: '24h', keep: 7, dir: '/var/backups/service-deploy', timer: 'service-deploy-backup.timer' };
+    const planned = jsonOutput('backup-schedule', planJson.stdout);
+    expect(planned).toMatchObject({ ok: true, mode: 'check', schedule, changed: true });
+    expect(planned.changes).toEqual([
+      expect.stringMatching(/^\/etc\/systemd\/system\/service-deploy-backup\.service: /),
+      expect.stringMatching(/^\/etc\/systemd\/system\/service-deploy-backup\.timer: /),
+      'enable service-deploy-backup.timer',
+    ]);
     expect(fs.existsSync(path.join(sb.root, 'etc/systemd/system/service-deploy-backup.timer'))).toBe(false);
 
     sb.clearCalls();
-    const set = await runBinary(['backup', '--every', '24h', '--keep', '7'], { env: sb.env() });
+    const set = await runBinary(['backup', '--every', '24h', '--keep', '7', '--json'], { env: sb.env() });
     expect(set.exitCode, String(set.stderr)).toBe(0);
+    expect(jsonOutput('backup-schedule', set.stdout)).toEqual({ ...planned, mode: 'apply' });
     const timer = sb.read('etc/systemd/system/service-deploy-backup.timer')!;
     expect(timer).toContain('OnUnitActiveSec=24h');
     expect(sb.read('etc/systemd/system/service-deploy-backup.service')).toContain('ExecStart=/usr/local/bin/service-deploy backup --keep 7');
@@ -255,7 +278,9 @@ describe('consistent backups', { timeout: budget(300_000) }, () => {
     expect((await runBinary(['doctor', 'files', '--json'], { env: sb.env() })).exitCode).toBe(0);
     // A second run with the same schedule changes nothing.
     sb.clearCalls();
-    expect((await runBinary(['backup', '--every', '24h', '--keep', '7'], { env: sb.env() })).exitCode).toBe(0);
+    const again = await runBinary(['backup', '--every', '24h', '--keep', '7', '--json'], { env: sb.env() });
+    expect(again.exitCode, String(again.stderr)).toBe(0);
+    expect(jsonOutput('backup-schedule', again.stdout)).toMatchObject({ mode: 'apply', schedule, changed: false, changes: [] });
     expect(sb.calls('systemctl').filter((c) => !['is-active', 'is-enabled', 'show'].includes(c.args[0]!))).toEqual([]);
 
     const doctor = async () => {
@@ -275,9 +300,22 @@ describe('consistent backups', { timeout: budget(300_000) }, () => {
     expect(stale.status).toBe('warn');
     expect(JSON.stringify(stale)).toMatch(/last backup is 3 days old/);
 
-    const off = await runBinary(['backup', '--every', 'off'], { env: sb.env() });
+    const offCheck = await runBinary(['backup', '--every', 'off', '--check', '--json'], { env: sb.env() });
+    expect(jsonOutput('backup-schedule', offCheck.stdout)).toMatchObject({ mode: 'check', schedule: null, changed: true });
+    expect(fs.existsSync(path.join(sb.root, 'etc/systemd/system/service-deploy-backup.timer'))).toBe(true);
+    const off = await runBinary(['backup', '--every', 'off', '--json'], { env: sb.env() });
     expect(off.exitCode, String(off.stderr)).toBe(0);
+    expect(jsonOutput('backup-schedule', off.stdout)).toEqual({
+      schemaVersion: 1,
+      ok: true,
+      mode: 'apply',
+      schedule: null,
+      changed: true,
+      changes: ['disable service-deploy-backup.timer', '/etc/systemd/system/service-deploy-backup.timer: removed', '/etc/systemd/system/service-deploy-backup.service: removed'],
+    });
     expect(fs.existsSync(path.join(sb.root, 'etc/systemd/system/service-deploy-backup.timer'))).toBe(false);
+    const none = await runBinary(['backup', '--every', 'off'], { env: sb.env() });
+    expect(String(none.stdout)).toContain('no backup schedule is set');
     const entries = (JSON.parse(sb.read('var/lib/service-deploy/manifest.json')!).entries as Array<{ path: string }>).map((e) => e.path);
     expect(entries.filter((p) => p.includes('service-deploy-backup'))).toEqual([]);
     expect(fs.readdirSync(dir)).toEqual([only]);

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runBinary } from '../helpers/binary.js';
 import { budget } from '../helpers/budget.js';
+import { jsonOutput } from '../helpers/json-schemas.js';
 import { FIRST_INSTALL, OPENCLAW_VERSION, makeSandbox, type Call, type Sandbox } from '../helpers/sandbox.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -65,9 +66,14 @@ describe('upgrades that roll back by themselves', { timeout: budget(300_000) }, 
     expect(String(plan.stdout)).toContain(`OpenClaw ${OLD} -> ${OPENCLAW_VERSION} (upgrade: verified backup first`);
     expect(version(sb, PKG)).toBe(OLD);
 
-    const result = await sb.install(['--non-interactive']);
+    const result = await sb.install(['--non-interactive', '--json']);
     expect(result.exitCode, String(result.stderr)).toBe(0);
-    expect(String(result.stdout)).toContain(`upgraded OpenClaw ${OLD} -> ${OPENCLAW_VERSION}`);
+    // One document: the install recap with the upgrade (schemas/install.schema.json).
+    const recap = jsonOutput('install', result.stdout);
+    expect(recap).toMatchObject({ ok: true, mode: 'apply', upgrade: { from: OLD, to: OPENCLAW_VERSION } });
+    expect(recap.upgrade.backup).toMatch(/^\/var\/backups\/service-deploy\/openclaw-pre-upgrade-\d{8}-\d{6}\.tar\.gz$/);
+    expect(recap.upgrade.seconds).toBeGreaterThan(0);
+    expect(recap.steps.find((s: { id: string }) => s.id === 'health')).toMatchObject({ status: expect.stringMatching(/^(ok|changed)$/) });
     expect(version(sb, PKG)).toBe(OPENCLAW_VERSION);
     expect(version(sb, PREVIOUS)).toBe(OLD);
     expect(sb.read(MIGRATED)).toBeDefined();
@@ -101,14 +107,28 @@ describe('upgrades that roll back by themselves', { timeout: budget(300_000) }, 
     expect(String(refused.stderr)).toContain('--yes');
     const check = await runBinary(['rollback', '--check'], { env: sb.env() });
     expect(String(check.stdout)).toContain(`OpenClaw ${OPENCLAW_VERSION} -> ${OLD}`);
+    const checkJson = await runBinary(['rollback', '--check', '--json'], { env: sb.env() });
+    expect(checkJson.exitCode, String(checkJson.stderr)).toBe(0);
+    const planned = jsonOutput('rollback', checkJson.stdout);
+    expect(planned).toEqual({ schemaVersion: 1, ok: true, mode: 'check', from: OPENCLAW_VERSION, to: OLD, backup: recap.upgrade.backup });
     expect(version(sb, PKG)).toBe(OPENCLAW_VERSION);
-    const back = await runBinary(['rollback', '--yes'], { env: sb.env() });
+    const back = await runBinary(['rollback', '--yes', '--json'], { env: sb.env() });
     expect(back.exitCode, String(back.stderr)).toBe(0);
+    const rolled = jsonOutput('rollback', back.stdout);
+    expect(rolled).toMatchObject({ ok: true, mode: 'apply', from: OPENCLAW_VERSION, to: OLD, backup: recap.upgrade.backup });
+    expect(rolled.health).toMatch(/^\/healthz: /);
     expect(version(sb, PKG)).toBe(OLD);
     expect(sb.read(PREVIOUS)).toBeUndefined();
     expect(sb.read(MIGRATED)).toBeUndefined();
     expect(sb.read('root/.openclaw/workspace/after.md')).toBeUndefined();
     expect(gatewayActive(sb)).toBe(true);
+
+    // The next install upgrades again (the words this time).
+    const again = await sb.install(['--non-interactive']);
+    expect(again.exitCode, String(again.stderr)).toBe(0);
+    expect(String(again.stdout)).toContain(`upgraded OpenClaw ${OLD} -> ${OPENCLAW_VERSION}`);
+    expect(version(sb, PKG)).toBe(OPENCLAW_VERSION);
+    expect(version(sb, PREVIOUS)).toBe(OLD);
   });
 
   it('download fails: nothing switched, the old version keeps running', async () => {
@@ -144,8 +164,11 @@ describe('upgrades that roll back by themselves', { timeout: budget(300_000) }, 
     fs.writeFileSync(path.join(sb.state, 'unhealthy-version'), OPENCLAW_VERSION);
     const result = await sb.install(['--non-interactive', '--json'], { SERVICE_HEALTH_TIMEOUT_MS: String(budget(5000)) });
     expect(result.exitCode).toBe(1);
-    const report = JSON.parse(String(result.stdout));
-    expect(report).toMatchObject({ ok: false, upgrade: { from: OLD, to: OPENCLAW_VERSION, failedAt: 'health', rolledBack: true } });
+    // Its own failing document, with error, and no envelope after it (one document).
+    const report = jsonOutput('upgrade-failed', result.stdout);
+    expect(report).toMatchObject({ ok: false, upgrade: { from: OLD, to: OPENCLAW_VERSION, failedAt: 'health', rolledBack: true }, error: { code: 'upgrade-failed', exitCode: 1 } });
+    expect(report.upgrade.backup).toMatch(/^\/var\/backups\/service-deploy\/openclaw-pre-upgrade-/);
+    expect(report.error.message).toContain('failed at health');
     expect(version(sb, PKG)).toBe(OLD);
     expect(sb.read(MIGRATED)).toBeUndefined();
     expect(gatewayActive(sb)).toBe(true);

@@ -20,6 +20,8 @@ const EXPECTED: Record<string, string[]> = {
   restore: [...ANSWERS, 'check', 'diff', 'lock-timeout', 'max-entry-mib', 'max-total-mib'],
   doctor: ['fix', 'list-checks'],
   guard: ['check'],
+  backup: ['check', 'every', 'keep'],
+  rollback: ['yes', 'check', 'non-interactive'],
   'gateway status': ['lines'],
   'devices list': [],
   status: [],
@@ -64,6 +66,10 @@ const REFUSED: Array<[string[], string, string]> = [
   [['chat', '-m', 'hi', '--customer-name', 'Acme'], '--customer-name', 'chat'],
   [['partner', 'onboard', '--check'], '--check', 'partner onboard'],
   [['install', '--show-secrets'], '--show-secrets', 'install'],
+  [['backup', '--yes'], '--yes', 'backup'],
+  [['backup', '--diff'], '--diff', 'backup'],
+  [['rollback', '--keep', '3'], '--keep', 'rollback'],
+  [['rollback', '--customer-name', 'Acme'], '--customer-name', 'rollback'],
 ];
 
 describe('an option that does not apply is refused: exit 2, naming the flag and the command', () => {
