@@ -57,7 +57,7 @@ export function installOptions<T>(y: Argv<T>) {
     .option('api-key-file', { type: 'string', describe: 'File holding the service API key (or env SERVICE_API_KEY)', group: 'Answers:' })
     .option('mesh-auth-key-file', { type: 'string', describe: 'File holding the mesh auth key (or env SERVICE_MESH_AUTH_KEY)', group: 'Answers:' })
     .option('mcp-token-file', { type: 'string', describe: 'File holding the MCP token (or env SERVICE_MCP_TOKEN)', group: 'Answers:' })
-    .option('answers', { type: 'string', describe: 'JSON file with any of: customerName, apiKey, modelId, meshAuthKey, meshHostname, mcpToken', group: 'Answers:' })
+    .option('answers', { type: 'string', describe: 'Answers file (root\'s, 0600; or env SERVICE_ANSWERS_FILE): SERVICE_API_KEY=... lines, or JSON with customerName, apiKey, modelId, meshAuthKey, meshHostname, mcpToken', group: 'Answers:' })
     .option('non-interactive', { type: 'boolean', describe: 'Never prompt; fail listing every missing answer', group: 'Mode:' })
     .option('yes', { alias: 'y', type: 'boolean', describe: 'Answer yes to confirmations (--reset-clean)', group: 'Mode:' })
     .option('catalog', { type: 'boolean', describe: "The portal's one-click deploy: non-interactive, channel endpoint, JSON result", group: 'Mode:' })
@@ -70,6 +70,7 @@ export function installOptions<T>(y: Argv<T>) {
     .option('lock-timeout', { type: 'string', describe: 'Seconds to wait for the apt/dpkg lock (default 300)', group: 'Mode:' })
     .example('$0 install', 'Interactive install or update (prompts for the six answers)')
     .example('SERVICE_API_KEY=... SERVICE_MESH_AUTH_KEY=... SERVICE_MCP_TOKEN=... $0 install --customer-name "Acme" --non-interactive', 'Scripted install')
+    .example('curl -fsSL https://<setup_url>/install.sh | sudo bash -s -- --answers /root/answers.env', 'The one-liner: answers in a 0600 file survive sudo')
     .example('$0 install --model new-model-id --non-interactive', 'Re-run: change only the model; everything else is kept')
     .example('$0 install --check --diff', 'Review what a run would change')
     .example('$0 install --reset-clean', 'Back up, then remove the deployment');
