@@ -4,6 +4,7 @@ import { profileCommand } from './profile.js';
 import { renderCommand } from './render.js';
 import { restoreCommand } from './restore.js';
 import { partnerCommand } from './partner.js';
+import { channelCommand } from './channel.js';
 import { chatCommand } from './chat.js';
 import { devicesCommand } from './devices.js';
 import { doctorCommand } from './doctor.js';
@@ -20,6 +21,7 @@ export const commands: CommandModule<any, any>[] = [
   devicesCommand,
   statusCommand,
   chatCommand,
+  channelCommand,
   partnerCommand,
   profileCommand,
   renderCommand,
