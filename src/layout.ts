@@ -71,6 +71,8 @@ export const LAYOUT = {
   guardCron: '/etc/cron.d/service-guard',
   guardLog: '/var/log/service-deploy/guard.log',
   binary: '/usr/local/bin/service-deploy',
+  /** Backups kept across reboots (0700; /tmp is emptied at boot): the reset's copy, `backups`. */
+  backupDir: '/var/backups/service-deploy',
 } as const;
 
 export const BACKUP_PREFIX = '/tmp/openclaw-backup-';
@@ -90,6 +92,7 @@ export const TEMP_DIRS: readonly string[] = [
   '/var/lib',
   LAYOUT.stateDir,
   LAYOUT.logDir,
+  LAYOUT.backupDir,
   '/etc/nginx/conf.d',
   '/etc/service-deploy',
   LAYOUT.tlsDir,

@@ -64,7 +64,7 @@ export function installOptions<T>(y: Argv<T>) {
     .option('channel', { type: 'boolean', describe: 'Also configure the hardened channel endpoint (nginx on 18790 + plugin)', group: 'Mode:' })
     .option('check', { type: 'boolean', describe: 'Show what would change; write nothing (enforced: nothing can be written)', group: 'Mode:' })
     .option('diff', { type: 'boolean', describe: 'Like --check, with unified diffs of the file changes (secrets masked)', group: 'Mode:' })
-    .option('reset-clean', { type: 'boolean', describe: 'Back up to /tmp/openclaw-backup-*.tar.gz, then remove runtime, mesh client, config and workspace', group: 'Mode:' })
+    .option('reset-clean', { type: 'boolean', describe: 'Back up to /tmp/openclaw-backup-*.tar.gz (a copy in /var/backups/service-deploy), then remove runtime, mesh client, config and workspace', group: 'Mode:' })
     .option('rotate-channel-secrets', { type: 'boolean', describe: 'Generate a new channel token and knock', group: 'Mode:' })
     .option('channel-allow', { type: 'string', describe: "Only these addresses may reach the channel port 18790: CIDR[,CIDR] (the portal's egress), or 'any'; kept on re-runs", group: 'Mode:' })
     .option('lock-timeout', { type: 'string', describe: 'Seconds to wait for the apt/dpkg lock (default 300)', group: 'Mode:' })

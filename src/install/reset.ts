@@ -3,7 +3,7 @@ import { readOnlyHost, type Host } from '../host/index.js';
 import { LAYOUT } from '../layout.js';
 import { printJson, printLine } from '../output.js';
 import { removeChannelFirewall } from '../steps/channel-firewall.js';
-import { BACKUP_PATHS, backupName, planBackup, writeBackup } from './backup.js';
+import { BACKUP_PATHS, backupName, keepBackupCopy, planBackup, writeBackup } from './backup.js';
 import { sweepLeftovers } from './leftovers.js';
 import type { InstallRequest } from './request.js';
 
@@ -50,6 +50,9 @@ export async function runResetClean(host: Host, request: InstallRequest): Promis
     const backup = await writeBackup(host);
     host.log.info(`backup written and verified: ${backup.archive} (${backup.entries} entries)`);
     for (const s of backup.skipped) host.log.warn(`not in the backup: ${s.path} (${s.why})`);
+    // /tmp is emptied at boot (spec 1.2 keeps the backup there): a copy that survives it, before anything goes.
+    const copy = await keepBackupCopy(host, backup.archive);
+    host.log.info(`backup copy: ${copy}`);
 
     await host.services.disable('user', LAYOUT.gatewayUnit).catch(() => undefined);
     await host.services.disable('user', LAYOUT.qmdRefreshTimer).catch(() => undefined);
@@ -70,10 +73,11 @@ export async function runResetClean(host: Host, request: InstallRequest): Promis
       const test = await host.exec.run('nginx', ['-t'], { allowFailure: true });
       if (test.exitCode === 0) await host.services.reload('system', 'nginx').catch(() => undefined);
     }
-    if (request.json) printJson({ ok: true, backup: backup.archive, entries: backup.entries, skipped: backup.skipped, removed: RESET_REMOVES });
+    if (request.json) printJson({ ok: true, backup: backup.archive, backupCopy: copy, entries: backup.entries, skipped: backup.skipped, removed: RESET_REMOVES });
     else {
       printLine(`backup: ${backup.archive}`);
-      printLine(`removed the deployment; bring it back with: service-deploy restore ${backup.archive}`);
+      printLine(`backup copy: ${copy} (kept across reboots; /tmp is emptied at boot: copy one off the server too)`);
+      printLine(`removed the deployment; bring it back with: service-deploy restore ${copy}`);
     }
   } finally {
     await lock.release();
@@ -86,18 +90,19 @@ async function planResetClean(host: Host, request: InstallRequest): Promise<void
   const remove: string[] = [];
   for (const p of RESET_REMOVES) if (await host.files.exists(p)) remove.push(p);
   const archive = backupName(host.now());
+  const copy = `${LAYOUT.backupDir}/${archive.slice(archive.lastIndexOf('/') + 1)}`;
   if (request.json) {
     printJson({
       ok: true,
       mode: 'check',
-      backup: { archive, entries: plan.items.length, bytes: plan.bytes, items: plan.items.map((i) => i.path), skipped: plan.skipped },
+      backup: { archive, copy, entries: plan.items.length, bytes: plan.bytes, items: plan.items.map((i) => i.path), skipped: plan.skipped },
       remove,
       commands: RESET_COMMANDS,
     });
     return;
   }
   if (plan.items.length === 0) printLine('would back up nothing: there is no deployment here (the reset would stop there)');
-  else printLine(`would back up ${plan.items.length} entries (${plan.bytes} bytes of files) to ${archive} (0600)`);
+  else printLine(`would back up ${plan.items.length} entries (${plan.bytes} bytes of files) to ${archive} (0600), and copy it to ${copy}`);
   for (const s of plan.skipped) printLine(`would leave out of the backup  ${s.path} (${s.why})`);
   for (const p of remove) printLine(`would remove  ${p}`);
   for (const c of RESET_COMMANDS) printLine(`would run     ${c}`);
