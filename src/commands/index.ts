@@ -11,6 +11,7 @@ import { doctorCommand } from './doctor.js';
 import { gatewayCommand } from './gateway.js';
 import { guardCommand } from './guard.js';
 import { statusCommand } from './status.js';
+import { uninstallCommand } from './uninstall.js';
 
 /** The static command registry (no commandDir: it scans the disk, which a single binary does not have). */
 export const commands: CommandModule<any, any>[] = [
@@ -26,4 +27,5 @@ export const commands: CommandModule<any, any>[] = [
   profileCommand,
   renderCommand,
   restoreCommand,
+  uninstallCommand,
 ];
