@@ -116,10 +116,21 @@ expected_checksum() {
   fatal "SHA256SUMS from ${SETUP_URL} has no entry for ${file}"
 }
 
+# A setup URL under .example (RFC 2606: it never resolves) is the repository's placeholder.
+placeholder_note() {
+  local host="${SETUP_URL#https://}"
+  host="${host%%/*}"
+  host="${host%%:*}"
+  case "$host" in
+    example | *.example) printf '%s' "; ${host} is a placeholder (this install.sh comes from the repository, not from your setup URL): use the install.sh your setup URL serves, or set SERVICE_SETUP_URL" ;;
+    *) printf '%s' "; check the network and SERVICE_SETUP_URL" ;;
+  esac
+}
+
 download_and_verify() {
   local expected actual
   curl "${CURL_OPTS[@]}" -o "$TMP_DIR/SHA256SUMS" "${SETUP_URL}/SHA256SUMS" ||
-    fatal "could not download ${SETUP_URL}/SHA256SUMS"
+    fatal "could not download ${SETUP_URL}/SHA256SUMS$(placeholder_note)"
   expected="$(expected_checksum "$TMP_DIR/SHA256SUMS")"
   case "$expected" in
     [0-9a-f][0-9a-f][0-9a-f][0-9a-f]*) ;;
