@@ -105,7 +105,7 @@ export async function resolveAnswers(inputs: AnswerInputs): Promise<Answers> {
     throw new UsageError(
       `missing answers (no terminal to ask):\n  - ${missing.map((f) => `${ANSWER_SOURCES[f].label}: give ${ANSWER_SOURCES[f].sources}`).join('\n  - ')}`,
       inputs.env.SUDO_USER
-        ? 'sudo drops exported variables: put the answers in a 0600 file and pass --answers FILE (docs/install.md, Answers); nothing was changed'
+        ? 'sudo drops exported variables: put the answers in a 0600 file and pass --answers FILE (docs/quickstart.md); nothing was changed'
         : 'or pass --answers FILE with these fields; nothing was changed',
     );
   }
