@@ -16,6 +16,8 @@ import { confinementStep } from './confinement.js';
 import { memoryAfterRestore, memoryAndHeartbeat } from './memory.js';
 import { doctorWarnsLimits, limitsSkippedInContainer, meshPathRefusedEdgePathWorks } from './channel-edge.js';
 import { craftedArchivesOnRealRoot } from './crafted-archives.js';
+import { QUICKSTART_WORLD, prepareQuickstart, runQuickstart } from './quickstart.js';
+import { systemSnapshot, uninstallLeavesNothing, type SystemSnapshot } from './uninstall.js';
 
 const components = JSON.parse(fs.readFileSync(path.join(REPO, 'templates/components.json'), 'utf8'));
 const profile = JSON.parse(fs.readFileSync(path.join(REPO, 'templates/service-profile.json'), 'utf8'));
@@ -25,7 +27,7 @@ const NEW_MODEL = 'e2e-model-2';
 const USER_ENV = 'XDG_RUNTIME_DIR=/run/user/0';
 const LOGS = ['/var/log/service-deploy/install.log', '/var/log/service-deploy/guard.log', '/var/log/service-deploy/guard.log.1'];
 
-const world = new World();
+const world = new World(QUICKSTART_WORLD);
 const report: Record<string, unknown> = { startedAt: new Date().toISOString(), suite: world.suite, release: world.release };
 let broken: string | undefined;
 const started = Date.now();
@@ -117,8 +119,12 @@ describe.sequential(`a partner deploys and operates the agent on a real server (
   let backupArchive = '';
   let token = '';
   let knock = '';
+  let beforeInstall: SystemSnapshot | undefined;
 
-  step('1. curl <setup>/install.sh | bash -s -- --catalog (answers in the environment) -> exit 0, JSON result', 15 * 60_000, async () => {
+  step('1. docs/quickstart.md as written (the first install: sudo, --answers, --channel), then the catalog deploy over it -> exit 0, JSON result', 20 * 60_000, async () => {
+    await prepareQuickstart(world);
+    beforeInstall = await systemSnapshot(world);
+    report.quickstart = await runQuickstart(world);
     fresh = await world.installSh('--catalog');
     expectInstallOk(fresh);
     const ids = fresh.json.steps.map((s: { id: string }) => s.id);
@@ -127,7 +133,7 @@ describe.sequential(`a partner deploys and operates the agent on a real server (
     expect(fresh.stderr).toContain('SERVICE_ALLOW_UNSUPPORTED_OS=1'); // install.sh's warning: Debian is not supported
     const split = timeSplit(fresh);
     report.freshInstall = { wallMs: fresh.wallMs, ...split, recap: fresh.json.recap };
-    log(`fresh install: ${seconds(fresh.wallMs)} wall = our work ${seconds(split.oursMs)} + apt/npm downloads ${seconds(split.downloadsMs)} + install.sh/binary download ${seconds(split.bootstrapMs)}`);
+    log(`catalog deploy over the quickstart's install (recap ${JSON.stringify(fresh.json.recap)}): ${seconds(fresh.wallMs)} wall = our work ${seconds(split.oursMs)} + apt/npm downloads ${seconds(split.downloadsMs)} + install.sh/binary download ${seconds(split.bootstrapMs)}`);
     log(`  ${split.detail}`);
     const env = world.channelEnv();
     token = env.SERVICE_CHANNEL_TOKEN ?? '';
@@ -351,5 +357,9 @@ true`);
     expect(scan.files).toEqual([]);
     report.secretScan = { argvSamples: world.argv.samples, processes: world.argv.processesSeen, worldReadableFilesScanned: scan.scanned, secretsChecked: Object.keys(world.secrets) };
     log(`secret scans: ${world.argv.samples} argv samples over ${world.argv.processesSeen} processes, ${scan.scanned} world-readable files, ${LOGS.length} logs: clean`);
+  });
+
+  step('9. uninstall: dpkg -l and /etc as before the first install; nothing of ours left', 15 * 60_000, async () => {
+    report.uninstall = await uninstallLeavesNothing(world, beforeInstall!);
   });
 });
