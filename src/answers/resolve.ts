@@ -164,10 +164,10 @@ async function collectGiven(inputs: AnswerInputs): Promise<Partial<Record<Answer
   // `curl ... | sudo SERVICE_ANSWERS_FILE=/root/answers.env bash`).
   const file = flags.answers ?? (env.SERVICE_ANSWERS_FILE || undefined);
   if (file) {
-    const where = flags.answers ? `--answers ${file}` : `SERVICE_ANSWERS_FILE=${file}`;
+    const flag = flags.answers ? '--answers' : 'SERVICE_ANSWERS_FILE';
     const source = flags.answers ? '--answers file' : 'SERVICE_ANSWERS_FILE';
-    const text = await readOrFail(inputs, file, where, { private: true });
-    for (const [field, value] of Object.entries(parseAnswersFile(text, where))) set(field as AnswerField, value, source);
+    const text = await readOrFail(inputs, file, flag, { private: true });
+    for (const [field, value] of Object.entries(parseAnswersFile(text, `${flag} ${file}`))) set(field as AnswerField, value, source);
   }
 
   set('customerName', env.SERVICE_CUSTOMER_NAME || undefined, 'SERVICE_CUSTOMER_NAME');
@@ -190,7 +190,7 @@ async function readOrFail(inputs: AnswerInputs, path: string, flag: string, opti
   try {
     return await inputs.readUserFile(path, options);
   } catch (error) {
-    if (error instanceof UsageError) throw new UsageError(`${flag}: ${error.message}`, error.hint);
+    if (error instanceof UsageError) throw new UsageError(`${flag} ${path}: ${error.message}`, error.hint);
     throw new UsageError(`${flag} ${path}: cannot read it (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
   }
 }
