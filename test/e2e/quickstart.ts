@@ -79,9 +79,11 @@ ${sudoers}EOF
 chmod 0440 /etc/sudoers.d/90-e2e-quickstart
 visudo -cq
 cp /root/e2e/ca.pem /usr/local/share/ca-certificates/e2e-setup.crt
-update-ca-certificates >/dev/null 2>&1
-printf '#!/bin/sh\\n# sudoedit: the operator types the answers (the doc's dotenv block)\\ncat ${TYPED} >"$1"\\n' >${EDITOR}
-chmod 0755 ${EDITOR}`);
+update-ca-certificates >/dev/null 2>&1`);
+  // sudoedit's editor: the operator typing the doc's dotenv block.
+  fs.mkdirSync(path.dirname(c.hostPath(EDITOR)), { recursive: true });
+  fs.writeFileSync(c.hostPath(EDITOR), `#!/bin/sh\n# e2e: sudoedit's editor, as if the operator typed the answers (docs/quickstart.md's dotenv block)\ncat ${TYPED} >"$1"\n`, { mode: 0o755 });
+  await c.ok(`chown root:root ${EDITOR} && chmod 0755 ${EDITOR}`);
 }
 
 export interface QuickstartRun {
