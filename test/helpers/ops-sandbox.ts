@@ -86,7 +86,7 @@ export async function makeHealthySandbox(options: { channel?: boolean } = {}): P
   for (const f of ['node', 'openclaw', '_lib.sh']) write(`${LAYOUT.nodePrefix}/bin/${f}`, fs.readFileSync(path.join(STANDINS, f), 'utf8'), 0o755);
   write(`${LAYOUT.nodePrefix}/lib/node_modules/openclaw/package.json`, JSON.stringify({ name: 'openclaw', version: components.openclaw.version }));
   write(`${LAYOUT.nodePrefix}/lib/node_modules/openclaw/openclaw.mjs`, '');
-  write(`${LAYOUT.nodePrefix}/lib/node_modules/${components.qmd.package}/package.json`, JSON.stringify({ name: components.qmd.package, version: components.qmd.version }));
+  write(`${LAYOUT.qmdPrefix}/node_modules/${components.qmd.package}/package.json`, JSON.stringify({ name: components.qmd.package, version: components.qmd.version }));
   write(LAYOUT.qmdBin, '#!/bin/sh\nexit 0\n', 0o755);
   write(`${PLUGIN_PREFIX}/node_modules/${components.losslessClaw.package}/package.json`, JSON.stringify({ name: components.losslessClaw.package, version: components.losslessClaw.version }));
   write(openclawWrapper().path, openclawWrapper().content, openclawWrapper().mode);

@@ -61,7 +61,7 @@ export function snapshotTree(dir: string, skip: readonly string[] = []): Map<str
 
 export function serverSnapshot(sb: Sandbox): Map<string, string> {
   const root = snapshotTree(sb.root);
-  const state = snapshotTree(sb.state, ['calls.log', 'syslog']);
+  const state = snapshotTree(sb.state, ['calls.log', 'syslog', 'environ']);
   return new Map([...[...root].map(([k, v]) => [`root:${k}`, v] as const), ...[...state].map(([k, v]) => [`state:${k}`, v] as const)]);
 }
 

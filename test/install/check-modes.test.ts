@@ -16,7 +16,7 @@ import { snapshotDiff, snapshotTree } from '../hostile/harness.js';
 function serverState(sb: Sandbox): Map<string, string> {
   return new Map([
     ...[...snapshotTree(sb.root)].map(([k, v]) => [`root:${k}`, v] as const),
-    ...[...snapshotTree(sb.state, ['calls.log'])].map(([k, v]) => [`state:${k}`, v] as const),
+    ...[...snapshotTree(sb.state, ['calls.log', 'environ'])].map(([k, v]) => [`state:${k}`, v] as const),
   ]);
 }
 

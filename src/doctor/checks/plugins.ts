@@ -1,7 +1,8 @@
 import type { Host } from '../../host/index.js';
+import { LAYOUT } from '../../layout.js';
 import { installedFilesProblem } from '../../pipeline/manifest.js';
 import { planFile } from '../../pipeline/files.js';
-import { GLOBAL_MODULES, PLUGIN_PREFIX, installedPackageVersion, losslessClawFiles, qmdFiles, type ProgramFiles } from '../../runtime/openclaw.js';
+import { PLUGIN_PREFIX, installedPackageVersion, losslessClawFiles, qmdFiles, type ProgramFiles } from '../../runtime/openclaw.js';
 import { pluginFiles } from '../../steps/channel.js';
 import { fail, pass, type Check } from '../types.js';
 
@@ -25,7 +26,7 @@ export const pluginsCheck: Check = {
   async run(ctx) {
     const { host, components } = ctx;
     const [qmd, lossless, channel] = await Promise.all([
-      programProblem(host, 'QMD', GLOBAL_MODULES, components.qmd.package, components.qmd.version, qmdFiles(components.qmd.package)),
+      programProblem(host, 'QMD', `${LAYOUT.qmdPrefix}/node_modules`, components.qmd.package, components.qmd.version, qmdFiles(components.qmd.package)),
       programProblem(host, 'lossless-claw', `${PLUGIN_PREFIX}/node_modules`, components.losslessClaw.package, components.losslessClaw.version, losslessClawFiles(components.losslessClaw.package)),
       ctx.channelConfigured(),
     ]);
