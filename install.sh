@@ -11,7 +11,15 @@
 #                                 served (https only); default below
 #   SERVICE_CA_BUNDLE             a CA file for that server (tests; private mirrors)
 #   SERVICE_ALLOW_UNSUPPORTED_OS  1 = run on an OS other than Ubuntu 22.04/24.04
-#   SERVICE_DEPLOY_ROOT           sandbox folder: install under it instead of / (tests)
+#   SERVICE_DEPLOY_ROOT           sandbox folder: install under it instead of / (tests;
+#                                 it maps files only: commands are still this machine's)
+#   SERVICE_ANSWERS_FILE          the answers file, like --answers FILE (root's, 0600)
+#
+# Answers: `sudo` drops exported variables, so give them in a file that survives it:
+#
+#   curl -fsSL https://<setup_url>/install.sh | sudo bash -s -- --answers /root/answers.env
+#
+# This script says which answers it found and where (names only, never values).
 #
 # The whole script is one function called on the last line: a download cut short
 # runs nothing.
@@ -108,10 +116,21 @@ expected_checksum() {
   fatal "SHA256SUMS from ${SETUP_URL} has no entry for ${file}"
 }
 
+# A setup URL under .example (RFC 2606: it never resolves) is the repository's placeholder.
+placeholder_note() {
+  local host="${SETUP_URL#https://}"
+  host="${host%%/*}"
+  host="${host%%:*}"
+  case "$host" in
+    example | *.example) printf '%s' "; ${host} is a placeholder (this install.sh comes from the repository, not from your setup URL): use the install.sh your setup URL serves, or set SERVICE_SETUP_URL" ;;
+    *) printf '%s' "; check the network and SERVICE_SETUP_URL" ;;
+  esac
+}
+
 download_and_verify() {
   local expected actual
   curl "${CURL_OPTS[@]}" -o "$TMP_DIR/SHA256SUMS" "${SETUP_URL}/SHA256SUMS" ||
-    fatal "could not download ${SETUP_URL}/SHA256SUMS"
+    fatal "could not download ${SETUP_URL}/SHA256SUMS$(placeholder_note)"
   expected="$(expected_checksum "$TMP_DIR/SHA256SUMS")"
   case "$expected" in
     [0-9a-f][0-9a-f][0-9a-f][0-9a-f]*) ;;
@@ -133,6 +152,55 @@ download_and_verify() {
   install -m 0755 "$TMP_DIR/$BIN_NAME" "${INSTALL_PATH}.new"
   mv -f "${INSTALL_PATH}.new" "$INSTALL_PATH"
   info "installed ${INSTALL_PATH}"
+}
+
+ANSWER_NAMES="SERVICE_CUSTOMER_NAME SERVICE_API_KEY SERVICE_MODEL SERVICE_MESH_AUTH_KEY SERVICE_MESH_HOSTNAME SERVICE_MCP_TOKEN"
+
+# Prints the answer names an answers file sets (env lines or JSON keys), never a value.
+answers_in_file() {
+  local file="$1" line names="" key
+  while IFS= read -r line || [ -n "$line" ]; do
+    line="${line#"${line%%[![:space:]]*}"}"
+    line="${line#export }"
+    case "$line" in
+      SERVICE_*=*) names="$names ${line%%=*}" ;;
+    esac
+  done <"$file"
+  # No NAME=value lines: a JSON file; its keys.
+  [ -z "$names" ] || { printf '%s' "${names# }"; return 0; }
+  for key in customerName apiKey modelId meshAuthKey meshHostname mcpToken; do
+    if grep -Eq "[\"']?${key}[\"']?[[:space:]]*:" "$file"; then names="$names $key"; fi
+  done
+  printf '%s' "${names# }"
+}
+
+# Says which answers arrived and from where: the environment, an answers file
+# (--answers FILE or SERVICE_ANSWERS_FILE). Names only; the binary checks the values.
+report_answers() {
+  local file="" from="" prev="" arg name found=""
+  for arg in "$@"; do
+    if [ "$prev" = "--answers" ]; then file="$arg" from="--answers"; fi
+    case "$arg" in --answers=*) file="${arg#--answers=}" from="--answers" ;; esac
+    prev="$arg"
+  done
+  if [ -z "$file" ] && [ -n "${SERVICE_ANSWERS_FILE:-}" ]; then file="$SERVICE_ANSWERS_FILE" from="SERVICE_ANSWERS_FILE"; fi
+  for name in $ANSWER_NAMES; do
+    if [ -n "${!name:-}" ]; then found="$found $name"; fi
+  done
+  if [ -n "$found" ]; then info "answers from the environment:${found}"; fi
+  if [ -n "$file" ]; then
+    if [ -f "$file" ] && [ -r "$file" ]; then
+      info "answers file ${file} (${from}): $(answers_in_file "$file")"
+    else
+      info "answers file ${file} (${from}): cannot read it"
+    fi
+  elif [ -z "$found" ]; then
+    if [ -n "${SUDO_USER:-}" ]; then
+      info "no answers in the environment or a file (sudo drops exported variables: pass --answers FILE); the install asks for them if it can"
+    else
+      info "no answers in the environment or a file; the install asks for them if it can"
+    fi
+  fi
 }
 
 cleanup() {
@@ -161,6 +229,7 @@ main() {
   download_and_verify
   cleanup
   trap - EXIT
+  report_answers "$@"
   run_binary "$@"
 }
 

@@ -7,7 +7,7 @@
 # package manager, saying who holds it. TEST_DEPS_PACKAGES and TEST_DEPS_LOCKS replace
 # the package list and the lock files (for the script's own test).
 set -euo pipefail
-read -r -a packages <<<"${TEST_DEPS_PACKAGES:-nginx openssl shellcheck binutils-aarch64-linux-gnu qemu-user-static libc6-arm64-cross libstdc++6-arm64-cross python3 file curl nftables}"
+read -r -a packages <<<"${TEST_DEPS_PACKAGES:-nginx openssl shellcheck binutils-aarch64-linux-gnu qemu-user-static libc6-arm64-cross libstdc++6-arm64-cross python3 file curl nftables sudo}"
 if [ -z "${TEST_DEPS_PACKAGES:-}" ]; then
   # Debian's cloud-init runs `cloud-init schema` on examples/cloud-init/user-data.yaml: its
   # Python libraries are installed, the package itself only unpacked (below).

@@ -10,7 +10,9 @@ const EPILOG = `Exit codes: 0 done, 1 failed while working, 2 refused (bad usage
 unsafe state; nothing was changed).
 Secrets (API key, mesh auth key, MCP token, channel token) are read from environment
 variables, files or prompts, never from flags: process arguments are visible to every user.
-Docs: README.md and docs/ in the source repository.`;
+SERVICE_DEPLOY_ROOT=DIR maps files only: every path lands under DIR, but the commands run
+(systemctl, apt-get, nginx...) are this machine's own. Use it with stand-in commands.
+Docs: docs/quickstart.md and docs/operator.md (operators), README.md and docs/ (maintainers).`;
 
 export function buildCli(args: string[]) {
   let cli = yargs(args)

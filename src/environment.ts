@@ -88,6 +88,8 @@ export const VARIABLES: Record<string, Variable> = {
   SERVICE_CUSTOMER_NAME: text(80),
   SERVICE_MODEL: { check: (v) => textProblem(v, MAX_MODEL_ID_LENGTH) },
   SERVICE_MESH_HOSTNAME: text(63),
+  /** The answers file (like --answers FILE), checked where it is read: root's, 0600. */
+  SERVICE_ANSWERS_FILE: text(4096),
   SERVICE_PARTNER_API_KEY: secret(512),
   SERVICE_CHANNEL_URL: url,
   SERVICE_CHANNEL_TOKEN: channelSecret,

@@ -94,3 +94,19 @@ export function shown(value: string, max = 60): string {
   // JSON escapes C0 controls; also escape what JSON leaves as is.
   return json.replace(/[\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ufeff]/gu, (c) => `\\u${c.codePointAt(0)!.toString(16).padStart(4, '0')}`);
 }
+
+/**
+ * A binary built from the repository carries the placeholder service profile
+ * (`*.service.example`, a name reserved by RFC 2606 that never resolves): a failure to
+ * reach it is not the network's fault. The hint for such a URL, or undefined.
+ */
+export function placeholderEndpointHint(url: string, variable?: string): string | undefined {
+  let host: string;
+  try {
+    host = new URL(url).hostname;
+  } catch {
+    return undefined;
+  }
+  if (host !== 'example' && !host.endsWith('.example')) return undefined;
+  return `${host} is a placeholder (this binary was built from the repository without the service's real endpoints): use the binary from your setup URL, or set ${variable ?? 'the SERVICE_*_URL variables'} (\`service-deploy profile\` shows the endpoints in use)`;
+}

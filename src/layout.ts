@@ -10,6 +10,8 @@ export const LAYOUT = {
   stateDir: '/var/lib/service-deploy',
   answersFile: '/var/lib/service-deploy/answers.json',
   manifestFile: '/var/lib/service-deploy/manifest.json',
+  /** The apt packages the install added (uninstall purges those, and only those). */
+  packagesFile: '/var/lib/service-deploy/packages.json',
   logDir: '/var/log/service-deploy',
   installLog: '/var/log/service-deploy/install.log',
   installLock: '/run/service-deploy/install.lock',
@@ -103,6 +105,7 @@ export const TEMP_DIRS: readonly string[] = [
   '/var/lib',
   LAYOUT.stateDir,
   LAYOUT.logDir,
+  LAYOUT.backupDir,
   '/etc/nginx/conf.d',
   '/etc/service-deploy',
   LAYOUT.tlsDir,

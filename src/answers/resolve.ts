@@ -1,10 +1,10 @@
 import { constants } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import JSON5 from 'json5';
 import { loadComponents, type Components } from '../components.js';
 import type { Host } from '../host/index.js';
 import { loadProfile, type ServiceProfile } from '../profile.js';
+import { answersFileProblem, parseAnswersFile } from './file.js';
 import { readStoredAnswers } from './stored.js';
 import {
   ANSWER_FIELDS,
@@ -40,8 +40,11 @@ export interface AnswerInputs {
   env: NodeJS.ProcessEnv;
   current?: StoredAnswers;
   defaultModelId: string;
-  /** Reads a file the user named (relative to the working directory, never the sandbox). */
-  readUserFile(path: string): Promise<string>;
+  /**
+   * Reads a file the user named (relative to the working directory, never the sandbox).
+   * `private`: a file of secrets, refused (UsageError) unless it is the caller's and 0600.
+   */
+  readUserFile(path: string, options?: { private?: boolean }): Promise<string>;
   prompter?: Prompter;
   /** Whether the mesh auth key is needed (false: only files are rendered, nothing joins the mesh). */
   needMeshAuthKey?: boolean;
@@ -101,7 +104,9 @@ export async function resolveAnswers(inputs: AnswerInputs): Promise<Answers> {
   if (missing.length > 0) {
     throw new UsageError(
       `missing answers (no terminal to ask):\n  - ${missing.map((f) => `${ANSWER_SOURCES[f].label}: give ${ANSWER_SOURCES[f].sources}`).join('\n  - ')}`,
-      'or pass --answers FILE with these fields; nothing was changed',
+      inputs.env.SUDO_USER
+        ? 'sudo drops exported variables: put the answers in a 0600 file and pass --answers FILE (docs/quickstart.md); nothing was changed'
+        : 'or pass --answers FILE with these fields; nothing was changed',
     );
   }
   const customerName = values.customerName!;
@@ -155,24 +160,14 @@ async function collectGiven(inputs: AnswerInputs): Promise<Partial<Record<Answer
     if (value !== undefined) given[field] = { value, source };
   };
 
-  if (flags.answers) {
-    const text = await readOrFail(inputs, flags.answers, '--answers');
-    let parsed: unknown;
-    try {
-      parsed = JSON5.parse(text);
-    } catch (error) {
-      throw new UsageError(`--answers ${flags.answers}: not valid JSON: ${(error as Error).message}`);
-    }
-    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
-      throw new UsageError(`--answers ${flags.answers}: expected a JSON object with ${ANSWER_FIELDS.join(', ')}`);
-    }
-    for (const [key, value] of Object.entries(parsed)) {
-      if (!(ANSWER_FIELDS as readonly string[]).includes(key)) {
-        throw new UsageError(`--answers ${flags.answers}: unknown field "${key}"`, `known fields: ${ANSWER_FIELDS.join(', ')}`);
-      }
-      if (typeof value !== 'string') throw new UsageError(`--answers ${flags.answers}: ${key} must be a string`);
-      set(key as AnswerField, value, '--answers file');
-    }
+  // --answers wins over SERVICE_ANSWERS_FILE (which survives sudo on its command line:
+  // `curl ... | sudo SERVICE_ANSWERS_FILE=/root/answers.env bash`).
+  const file = flags.answers ?? (env.SERVICE_ANSWERS_FILE || undefined);
+  if (file) {
+    const flag = flags.answers ? '--answers' : 'SERVICE_ANSWERS_FILE';
+    const source = flags.answers ? '--answers file' : 'SERVICE_ANSWERS_FILE';
+    const text = await readOrFail(inputs, file, flag, { private: true });
+    for (const [field, value] of Object.entries(parseAnswersFile(text, `${flag} ${file}`))) set(field as AnswerField, value, source);
   }
 
   set('customerName', env.SERVICE_CUSTOMER_NAME || undefined, 'SERVICE_CUSTOMER_NAME');
@@ -191,10 +186,11 @@ async function collectGiven(inputs: AnswerInputs): Promise<Partial<Record<Answer
   return given;
 }
 
-async function readOrFail(inputs: AnswerInputs, path: string, flag: string): Promise<string> {
+async function readOrFail(inputs: AnswerInputs, path: string, flag: string, options?: { private?: boolean }): Promise<string> {
   try {
-    return await inputs.readUserFile(path);
+    return await inputs.readUserFile(path, options);
   } catch (error) {
+    if (error instanceof UsageError) throw new UsageError(`${flag} ${path}: ${error.message}`, error.hint);
     throw new UsageError(`${flag} ${path}: cannot read it (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
   }
 }
@@ -206,12 +202,14 @@ export const MAX_USER_FILE_BYTES = 65_536;
  * Reads a file the user named: a regular file (not a FIFO or /dev/zero, which would
  * never end) of at most MAX_USER_FILE_BYTES, valid UTF-8.
  */
-async function readBoundedFile(p: string): Promise<string> {
+async function readBoundedFile(p: string, options: { private?: boolean } = {}): Promise<string> {
   // O_NONBLOCK: opening a FIFO must not wait for a writer; the stat below refuses it.
   const handle = await fs.open(p, constants.O_RDONLY | constants.O_NONBLOCK);
   try {
     const st = await handle.stat();
     if (!st.isFile()) throw Object.assign(new Error('not a regular file'), { code: 'not a regular file' });
+    const problem = options.private ? answersFileProblem(st, process.geteuid?.() ?? st.uid) : undefined;
+    if (problem) throw new UsageError(`refused: ${problem}`, `chown root:root ${p} && chmod 600 ${p}, then run again; nothing was changed`);
     if (st.size > MAX_USER_FILE_BYTES) throw Object.assign(new Error('too large'), { code: `larger than ${MAX_USER_FILE_BYTES / 1024} KiB` });
     const bytes = await handle.readFile();
     try {
@@ -250,7 +248,7 @@ export async function resolveDeploymentInputs(
     env: host.env,
     current,
     defaultModelId: profile.defaultModelId,
-    readUserFile: (p) => readBoundedFile(path.resolve(p)),
+    readUserFile: (p, options) => readBoundedFile(path.resolve(p), options),
     prompter: options.prompter,
     needMeshAuthKey: options.needMeshAuthKey,
   });

@@ -35,7 +35,7 @@ export function answerOptions<T>(y: Argv<T>) {
     .option('api-key-file', { type: 'string', describe: 'File holding the service API key (or env SERVICE_API_KEY)', group: 'Answers:' })
     .option('mesh-auth-key-file', { type: 'string', describe: 'File holding the mesh auth key (or env SERVICE_MESH_AUTH_KEY)', group: 'Answers:' })
     .option('mcp-token-file', { type: 'string', describe: 'File holding the MCP token (or env SERVICE_MCP_TOKEN)', group: 'Answers:' })
-    .option('answers', { type: 'string', describe: 'JSON file with any of: customerName, apiKey, modelId, meshAuthKey, meshHostname, mcpToken', group: 'Answers:' })
+    .option('answers', { type: 'string', describe: 'Answers file (root\'s, 0600; or env SERVICE_ANSWERS_FILE): SERVICE_API_KEY=... lines, or JSON with customerName, apiKey, modelId, meshAuthKey, meshHostname, mcpToken', group: 'Answers:' })
     // Declared only so that they are refused with the reason instead of "not an option".
     .option('api-key', { type: 'string', hidden: true })
     .option('mesh-auth-key', { type: 'string', hidden: true })

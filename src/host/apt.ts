@@ -15,16 +15,47 @@ export async function missingPackages(host: Host, names: readonly string[]): Pro
   return names.filter((name) => !installed.has(name));
 }
 
+/** Every package dpkg has installed (names without architecture). */
+export async function installedPackages(host: Host): Promise<Set<string>> {
+  const result = await host.exec.run('dpkg-query', ['-W', '-f=${Package} ${Status}\\n'], { allowFailure: true });
+  return new Set(
+    result.stdout
+      .split('\n')
+      .filter((line) => line.endsWith(' install ok installed'))
+      .map((line) => line.split(' ')[0]!),
+  );
+}
+
 /**
  * apt-get install with apt's own lock wait (DPkg::Lock::Timeout) as a second line of
  * defence behind the package-lock step. Signatures are checked by apt itself.
+ * Returns the packages this run added (those asked for and their dependencies), which
+ * the install records so that `uninstall` removes exactly those.
  */
-export async function aptInstall(host: Host, names: readonly string[], lockTimeoutSeconds: number): Promise<void> {
+export async function aptInstall(host: Host, names: readonly string[], lockTimeoutSeconds: number): Promise<string[]> {
   const lock = [`-o`, `DPkg::Lock::Timeout=${Math.max(1, Math.round(lockTimeoutSeconds))}`];
+  const before = await installedPackages(host);
   await host.exec.run('apt-get', [...lock, 'update', '-qq'], { env: APT_ENV, inherit: NETWORK_ENV, timeoutMs: 15 * 60_000 });
   await host.exec.run('apt-get', [...lock, 'install', '-y', '-qq', '--no-install-recommends', ...names], {
     env: APT_ENV,
     inherit: NETWORK_ENV,
+    timeoutMs: 30 * 60_000,
+  });
+  const after = await installedPackages(host);
+  return [...after].filter((p) => !before.has(p)).sort();
+}
+
+/** What `apt-get purge NAMES` would remove (apt's own simulation): the names and anything depending on them. */
+export async function purgeWouldRemove(host: Host, names: readonly string[]): Promise<string[]> {
+  const result = await host.exec.run('apt-get', ['-s', 'purge', ...names], { env: APT_ENV, allowFailure: true, timeoutMs: 5 * 60_000 });
+  if (result.exitCode !== 0) throw new Error(`apt-get -s purge failed: ${(result.stderr || result.stdout).trim().split('\n').at(-1)}`);
+  return [...new Set([...result.stdout.matchAll(/^(?:Purg|Remv) (\S+)/gm)].map((m) => m[1]!.replace(/:[a-z0-9]+$/, '')))].sort();
+}
+
+export async function aptPurge(host: Host, names: readonly string[], lockTimeoutSeconds = 300): Promise<void> {
+  if (names.length === 0) return;
+  await host.exec.run('apt-get', ['-o', `DPkg::Lock::Timeout=${Math.max(1, Math.round(lockTimeoutSeconds))}`, 'purge', '-y', '-qq', ...names], {
+    env: APT_ENV,
     timeoutMs: 30 * 60_000,
   });
 }

@@ -1,4 +1,4 @@
-import { constants as fsc } from 'node:fs';
+import { constants as fsc, createReadStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { PathMap } from './paths.js';
@@ -221,6 +221,28 @@ export class Files {
     await fs.rm(this.real(from), { force: true });
     await syncDir(path.dirname(this.real(to)));
     return true;
+  }
+
+  /**
+   * Copies the file at `from` to `to`, which must not exist yet (never replaced, never
+   * written through a link): streamed into a temp file beside `to` (0600 until it is
+   * complete), then given its mode, owner and name. False if `to` exists.
+   */
+  async copyNew(from: string, to: string, options: WriteOptions): Promise<boolean> {
+    const temp = this.tempPathFor(to);
+    try {
+      const out = await this.createNew(temp, options);
+      try {
+        for await (const chunk of createReadStream(this.real(from)) as AsyncIterable<Buffer>) await out.write(chunk);
+        await out.close();
+      } catch (error) {
+        await out.abort();
+        throw error;
+      }
+      return await this.publishNew(temp, to);
+    } finally {
+      await fs.rm(this.real(temp), { force: true });
+    }
   }
 
   /**

@@ -4,6 +4,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { pipeline } from 'node:stream/promises';
 import { DeployError } from '../errors.js';
+import { placeholderEndpointHint } from '../input.js';
 
 export interface HttpOptions {
   /** Extra CA certificate file (PEM), e.g. a loopback test CA. */
@@ -34,7 +35,7 @@ export class Net {
     const res = await this.open(url, options);
     if (res.statusCode !== 200) {
       res.resume();
-      throw new DeployError(`download ${url} failed: HTTP ${res.statusCode}`, 'check the network and the source, then run again');
+      throw new DeployError(`download ${url} failed: HTTP ${res.statusCode}`, placeholderEndpointHint(url) ?? 'check the network and the source, then run again');
     }
     // Opened before the first 'data' listener starts the response flowing.
     const handle = await fs.promises.open(realPath, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, 0o600).catch((error: unknown) => {
@@ -77,7 +78,7 @@ export class Net {
       );
       req.on('timeout', () => req.destroy(new DeployError(`${url}: no answer within ${options.timeoutMs ?? 60_000} ms`)));
       req.on('error', (error) =>
-        reject(error instanceof DeployError ? error : new DeployError(`${url}: ${(error as Error).message}`, 'check the network, then run again')),
+        reject(error instanceof DeployError ? error : new DeployError(`${url}: ${(error as Error).message}`, placeholderEndpointHint(url) ?? 'check the network, then run again')),
       );
       req.end(options.body);
     });

@@ -27,6 +27,10 @@ export const READ_ONLY_COMMANDS: Readonly<Record<string, (args: readonly string[
     return ['is-active', 'is-enabled', 'is-failed', 'is-system-running', 'show', 'status', 'cat', 'list-units'].includes(rest[0] ?? '');
   },
   tailscale: (args) => ['status', 'ip', 'version'].includes(args[0] ?? '') || (args[0] === 'serve' && args[1] === 'status'),
+  // The channel firewall's checks: list the nftables ruleset, ask ufw and firewalld.
+  nft: (args) => args[0] === 'list',
+  ufw: (args) => args.length === 1 && args[0] === 'status',
+  'firewall-cmd': (args) => args.length > 0 && args.every((a) => a === '--state' || a === '--permanent' || a === '--list-ports' || /^--query-port=\d+\/(tcp|udp)$/.test(a)),
 };
 
 export function isReadOnlyCommand(command: string, args: readonly string[]): boolean {

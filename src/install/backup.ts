@@ -4,7 +4,7 @@ import * as tar from 'tar';
 import { DeployError } from '../errors.js';
 import { ROOT_OWNER, type Host } from '../host/index.js';
 import { integrityProblems } from '../host/sqlite.js';
-import { BACKUP_PREFIX } from '../layout.js';
+import { BACKUP_PREFIX, LAYOUT } from '../layout.js';
 import { extractDatabases, inspectArchive, openArchive, type Manifest } from './archive.js';
 import { BACKUP_ROOTS, installMode, relativePathProblem, symlinkProblem, type ItemKind } from './backup-set.js';
 import { isLeftover } from './leftovers.js';
@@ -190,4 +190,25 @@ export async function writeBackup(host: Host, options: BackupOptions = {}): Prom
   } finally {
     await host.files.remove(temp);
   }
+}
+
+/**
+ * A copy of a written backup in LAYOUT.backupDir (0700, the copy 0600), which survives a
+ * reboot (/tmp does not: Ubuntu empties it at boot). Same name, or `-n` when taken.
+ */
+export async function keepBackupCopy(host: Host, archive: string): Promise<string> {
+  const dir = LAYOUT.backupDir;
+  const info = await host.files.stat(dir);
+  if (info && (!info.isDirectory || info.isSymlink)) throw new DeployError(`${dir} is not a folder`, 'move it aside and run again; nothing was removed');
+  await host.files.ensureDir(dir, 0o700, ROOT_OWNER);
+  const base = path.posix.basename(archive, '.tar.gz');
+  for (let n = 1; n <= 1000; n++) {
+    const copy = `${dir}/${base}${n > 1 ? `-${n}` : ''}.tar.gz`;
+    try {
+      if (await host.files.copyNew(archive, copy, { mode: 0o600, owner: ROOT_OWNER })) return copy;
+    } catch (error) {
+      throw new DeployError(`could not copy the backup to ${dir}: ${(error as Error).message}`, `nothing was removed; the backup ${archive} is complete: check free space in ${dir} and run again`);
+    }
+  }
+  throw new DeployError(`could not find a free backup name in ${dir}`, `remove old backups there and run again`);
 }

@@ -134,7 +134,8 @@ function report(host: Host, request: InstallRequest, outcome: PipelineOutcome, o
     return;
   }
   for (const line of planLines(outcome, options)) printLine(line);
-  const failed = outcome.results.find((r) => r.status === 'failed');
+  // --check lists every step it could not plan on stdout (planLines).
+  const failed = options.check ? undefined : outcome.results.find((r) => r.status === 'failed');
   if (failed) {
     host.log.error(`${failed.title} failed: ${failed.error}`);
     if (failed.hint) host.log.error(`  -> ${failed.hint}`);

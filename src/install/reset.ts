@@ -4,7 +4,7 @@ import { LAYOUT } from '../layout.js';
 import { printLine } from '../output.js';
 import { emitJson, resetOutput, resetPlanOutput } from '../json/index.js';
 import { removeChannelFirewall } from '../steps/channel-firewall.js';
-import { BACKUP_PATHS, backupName, planBackup, writeBackup, type WrittenBackup } from './backup.js';
+import { BACKUP_PATHS, backupName, keepBackupCopy, planBackup, writeBackup, type WrittenBackup } from './backup.js';
 import { stopWriters } from './writers.js';
 import { sweepLeftovers } from './leftovers.js';
 import type { InstallRequest } from './request.js';
@@ -64,6 +64,9 @@ export async function runResetClean(host: Host, request: InstallRequest): Promis
     }
     host.log.info(`backup written and verified: ${backup.archive} (${backup.entries} entries, ${backup.databases.length} databases pass integrity_check)`);
     for (const s of backup.skipped) host.log.warn(`not in the backup: ${s.path} (${s.why})`);
+    // /tmp is emptied at boot (spec 1.2 keeps the backup there): a copy that survives it, before anything goes.
+    const copy = await keepBackupCopy(host, backup.archive);
+    host.log.info(`backup copy: ${copy}`);
 
     await host.services.disable('user', LAYOUT.gatewayUnit).catch(() => undefined);
     await host.services.disable('user', LAYOUT.qmdRefreshTimer).catch(() => undefined);
@@ -87,10 +90,11 @@ export async function runResetClean(host: Host, request: InstallRequest): Promis
       const test = await host.exec.run('nginx', ['-t'], { allowFailure: true });
       if (test.exitCode === 0) await host.services.reload('system', 'nginx').catch(() => undefined);
     }
-    if (request.json) emitJson(resetOutput, { ok: true, backup: backup.archive, entries: backup.entries, skipped: backup.skipped, databases: backup.databases, removed: [...RESET_REMOVES] });
+    if (request.json) emitJson(resetOutput, { ok: true, backup: backup.archive, entries: backup.entries, skipped: backup.skipped, databases: backup.databases, removed: [...RESET_REMOVES], backupCopy: copy });
     else {
       printLine(`backup: ${backup.archive}`);
-      printLine(`removed the deployment; bring it back with: service-deploy restore ${backup.archive}`);
+      printLine(`backup copy: ${copy} (kept across reboots; /tmp is emptied at boot: copy one off the server too)`);
+      printLine(`removed the deployment; bring it back with: service-deploy restore ${copy}`);
     }
   } finally {
     await lock.release();
@@ -103,18 +107,19 @@ async function planResetClean(host: Host, request: InstallRequest): Promise<void
   const remove: string[] = [];
   for (const p of RESET_REMOVES) if (await host.files.exists(p)) remove.push(p);
   const archive = backupName(host.now());
+  const copy = `${LAYOUT.backupDir}/${archive.slice(archive.lastIndexOf('/') + 1)}`;
   if (request.json) {
     emitJson(resetPlanOutput, {
       ok: true,
       mode: 'check',
-      backup: { archive, entries: plan.items.length, bytes: plan.bytes, items: plan.items.map((i) => i.path), skipped: plan.skipped },
+      backup: { archive, copy, entries: plan.items.length, bytes: plan.bytes, items: plan.items.map((i) => i.path), skipped: plan.skipped },
       remove,
       commands: [...RESET_COMMANDS],
     });
     return;
   }
   if (plan.items.length === 0) printLine('would back up nothing: there is no deployment here (the reset would stop there)');
-  else printLine(`would back up ${plan.items.length} entries (${plan.bytes} bytes of files) to ${archive} (0600)`);
+  else printLine(`would back up ${plan.items.length} entries (${plan.bytes} bytes of files) to ${archive} (0600), and copy it to ${copy}`);
   for (const s of plan.skipped) printLine(`would leave out of the backup  ${s.path} (${s.why})`);
   for (const p of remove) printLine(`would remove  ${p}`);
   for (const c of RESET_COMMANDS) printLine(`would run     ${c}`);

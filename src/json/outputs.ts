@@ -77,6 +77,7 @@ export const resetOutput = defineOutput({
     skipped: z.array(skippedEntry()).describe('Left out of the backup, with why'),
     removed: z.array(absolutePath()),
     databases: z.array(z.object({ path: absolutePath(), integrity: z.string().describe('"ok", or what PRAGMA integrity_check found') })).describe('Every SQLite database in the backup, checked before anything was removed'),
+    backupCopy: absolutePath().describe('The copy kept across reboots in /var/backups/service-deploy (/tmp is emptied at boot)'),
   }),
 });
 
@@ -87,7 +88,7 @@ export const resetPlanOutput = defineOutput({
   printedBy: '`install --reset-clean --check --json`',
   shape: () => ({
     mode: z.literal('check'),
-    backup: z.object({ archive: absolutePath(), entries: z.number().int(), bytes: z.number().int(), items: z.array(absolutePath()), skipped: z.array(skippedEntry()) }),
+    backup: z.object({ archive: absolutePath(), entries: z.number().int(), bytes: z.number().int(), items: z.array(absolutePath()), skipped: z.array(skippedEntry()), copy: absolutePath().describe('Where the copy kept across reboots would go') }),
     remove: z.array(absolutePath()),
     commands: z.array(z.string()),
   }),

@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import { UsageError } from '../errors.js';
+import { placeholderEndpointHint } from '../input.js';
 import { Redactor } from '../host/redact.js';
 import { VERSION } from '../version.js';
 import {
@@ -176,7 +177,7 @@ export class PartnerClient {
         undefined,
         mayHaveApplied,
         (mayHaveApplied ? this.mayHaveAppliedHint(operation) : undefined) ??
-          'check the network and SERVICE_PARTNER_API_URL, then re-run the same command',
+          placeholderEndpointHint(this.options.baseUrl, 'SERVICE_PARTNER_API_URL') ?? 'check the network and SERVICE_PARTNER_API_URL, then re-run the same command',
         { cause: failure.error },
       );
     }

@@ -59,6 +59,7 @@ export const MANAGED_PLACES: readonly string[] = [
   LAYOUT.runtimeDir,
   LAYOUT.userUnitDir,
   '/etc/service-deploy',
+  LAYOUT.channelFirewallUnitFile,
   LAYOUT.nginxSite,
   LAYOUT.channelFirewallUnitFile,
   LAYOUT.guardCron,

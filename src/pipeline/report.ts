@@ -28,5 +28,7 @@ export function planLines(outcome: PipelineOutcome, options: { check: boolean; d
   const lines: string[] = [];
   if (options.diff) for (const change of outcome.results.flatMap((r) => r.changes)) if (change.diff) lines.push(change.diff);
   if (options.check) for (const r of outcome.results) for (const c of r.changes) lines.push(`would change  ${r.id}: ${c.summary}`);
+  // In check mode a failed step is one that could not be planned; the others still were.
+  if (options.check) for (const r of outcome.results) if (r.status === 'failed') lines.push(`cannot plan   ${r.id}: ${r.error}${r.hint ? ` (${r.hint})` : ''}`);
   return lines;
 }

@@ -23,8 +23,10 @@ async function assess(step: Step, ctx: InstallContext): Promise<Assessment> {
 
 /**
  * Runs the steps in order, each check -> (plan) -> apply -> verify. In check mode
- * nothing is applied: the plan is the result. The first failure stops the run
- * (later steps build on earlier ones); what ran is reported either way.
+ * nothing is applied: the plan is the result, and a step whose check fails is recorded
+ * as failed (cannot be planned) while the later steps are still planned. Otherwise the
+ * first failure stops the run (later steps build on earlier ones); what ran is
+ * reported either way.
  *
  * Checks only read the machine, so they all start at once; a step uses its early
  * result while no earlier step has changed anything (the state it read is still the
@@ -80,6 +82,12 @@ export async function runPipeline(
         const hint = error instanceof DeployError ? error.hint : undefined;
         record({ status: 'failed', changes: [], error: base.host.redactor.redact(message), hint });
         base.host.log.debug(`step ${step.id} failed: ${error instanceof Error ? error.stack : message}`);
+        // Check mode applies nothing, so a step that cannot be planned stops nothing:
+        // the rest of the plan is still shown, and this step listed with why.
+        if (ctx.options.check) {
+          task.title = `${step.title}: cannot plan (${base.host.redactor.redact(message)})`;
+          return;
+        }
         throw new DeployError(`${step.title}: ${message}`, hint);
       }
     },

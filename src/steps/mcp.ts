@@ -2,6 +2,7 @@ import { DeployError } from '../errors.js';
 import type { Host } from '../host/index.js';
 import type { Step } from '../pipeline/step.js';
 import type { ServiceProfile } from '../profile.js';
+import { placeholderEndpointHint } from '../input.js';
 
 export type McpVerdict = { status: 'accepted' } | { status: 'rejected'; http: number } | { status: 'error'; message: string; hint: string };
 
@@ -44,7 +45,7 @@ async function askMcp(host: Host, profile: ServiceProfile, token: string): Promi
       }),
     });
   } catch (error) {
-    return { status: 'error', message: `the service's MCP server at ${profile.mcpUrl} is unreachable: ${(error as Error).message}`, hint: 'check the network, then run again' };
+    return { status: 'error', message: `the service's MCP server at ${profile.mcpUrl} is unreachable: ${(error as Error).message}`, hint: placeholderEndpointHint(profile.mcpUrl, 'SERVICE_MCP_URL') ?? 'check the network, then run again' };
   }
   if (response.status === 401 || response.status === 403) return { status: 'rejected', http: response.status };
   if (response.status >= 300) return { status: 'error', message: `the service's MCP server answered HTTP ${response.status} to initialize`, hint: 'try again later' };

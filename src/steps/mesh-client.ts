@@ -6,6 +6,7 @@ import { GATEWAY_PORT, LAYOUT } from '../layout.js';
 import { aptInstall } from '../host/apt.js';
 import { writeRecorded } from '../pipeline/files.js';
 import { installedFilesProblem, recordFromDisk } from '../pipeline/manifest.js';
+import { recordAddedPackages } from '../pipeline/packages.js';
 
 export const KEYRING = '/usr/share/keyrings/tailscale-archive-keyring.gpg';
 export const SOURCES = '/etc/apt/sources.list.d/tailscale.list';
@@ -148,6 +149,6 @@ async function installMeshClient(ctx: InstallContext): Promise<void> {
   const { host, components, options } = ctx;
   await addMeshRepository(ctx);
   ctx.progress('installing the mesh client');
-  await aptInstall(host, [components.meshClient.package], options.lockTimeoutMs / 1000);
+  await recordAddedPackages(host, await aptInstall(host, [components.meshClient.package], options.lockTimeoutMs / 1000));
   await host.exec.run('systemctl', ['enable', '--now', 'tailscaled'], { allowFailure: true });
 }

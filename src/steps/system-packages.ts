@@ -1,5 +1,6 @@
 import type { Step } from '../pipeline/step.js';
 import { aptInstall, missingPackages } from '../host/apt.js';
+import { recordAddedPackages } from '../pipeline/packages.js';
 
 export const systemPackagesStep: Step = {
   id: 'system-packages',
@@ -9,7 +10,7 @@ export const systemPackagesStep: Step = {
     return missing.length === 0 ? { changes: [] } : { changes: [{ target: 'apt', summary: `install ${missing.join(' ')}` }], data: missing };
   },
   async apply({ host, options }, plan) {
-    await aptInstall(host, plan.data as string[], options.lockTimeoutMs / 1000);
+    await recordAddedPackages(host, await aptInstall(host, plan.data as string[], options.lockTimeoutMs / 1000));
   },
   async verify({ host, components }) {
     const missing = await missingPackages(host, components.systemPackages);

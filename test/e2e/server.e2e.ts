@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPO } from '../helpers/binary.js';
 import { cleanupTempDirs } from '../helpers/tmp.js';
 import { E2E_CACHE } from './artifacts.js';
+import { DEFAULT_SUITE } from './container.js';
 import { CHANNEL_PORT, GATEWAY_PORT, GATEWAY_UNIT, World, channelPost, log, seconds, timeSplit, type InstallRun } from './harness.js';
 import { runE2eDamages } from './damage.js';
 import { filesWithSecrets, scanWorldReadable } from './secrets.js';
@@ -17,6 +18,8 @@ import { memoryAfterRestore, memoryAndHeartbeat } from './memory.js';
 import { doctorWarnsLimits, limitsSkippedInContainer, meshPathRefusedEdgePathWorks } from './channel-edge.js';
 import { craftedArchivesOnRealRoot } from './crafted-archives.js';
 import { brokenUpgradeRollsBack, consistentBackupOnServer } from './lifecycle.js';
+import { QUICKSTART_WORLD, prepareQuickstart, runQuickstart } from './quickstart.js';
+import { systemSnapshot, uninstallLeavesNothing, type SystemSnapshot } from './uninstall.js';
 
 const components = JSON.parse(fs.readFileSync(path.join(REPO, 'templates/components.json'), 'utf8'));
 const profile = JSON.parse(fs.readFileSync(path.join(REPO, 'templates/service-profile.json'), 'utf8'));
@@ -26,7 +29,7 @@ const NEW_MODEL = 'e2e-model-2';
 const USER_ENV = 'XDG_RUNTIME_DIR=/run/user/0';
 const LOGS = ['/var/log/service-deploy/install.log', '/var/log/service-deploy/guard.log', '/var/log/service-deploy/guard.log.1'];
 
-const world = new World();
+const world = new World(QUICKSTART_WORLD);
 const report: Record<string, unknown> = { startedAt: new Date().toISOString(), suite: world.suite, release: world.release };
 let broken: string | undefined;
 const started = Date.now();
@@ -47,6 +50,16 @@ function step(name: string, timeoutMs: number, fn: () => Promise<void>): void {
       throw new Error(`${message}\n--- diagnostics (secrets masked)\n${extra}`, { cause: undefined });
     }
   }, timeoutMs);
+}
+
+/**
+ * A step that does not depend on the distribution (its subject is our own code: archives,
+ * single damages, the upgrade machinery): it runs on the default suite only, to keep
+ * the matrix within CI's budget (docs/e2e.md, "Adding to the scenario").
+ */
+function defaultSuiteStep(name: string, timeoutMs: number, fn: () => Promise<void>): void {
+  if (world.suite === DEFAULT_SUITE) return step(name, timeoutMs, fn);
+  it.skip(`${name} (on ${DEFAULT_SUITE} only: it does not depend on the distribution)`, () => undefined);
 }
 
 function expectInstallOk(run: InstallRun): void {
@@ -118,8 +131,12 @@ describe.sequential(`a partner deploys and operates the agent on a real server (
   let backupArchive = '';
   let token = '';
   let knock = '';
+  let beforeInstall: SystemSnapshot | undefined;
 
-  step('1. curl <setup>/install.sh | bash -s -- --catalog (answers in the environment) -> exit 0, JSON result', 15 * 60_000, async () => {
+  step('1. docs/quickstart.md as written (the first install: sudo, --answers, --channel), then the catalog deploy over it -> exit 0, JSON result', 20 * 60_000, async () => {
+    await prepareQuickstart(world);
+    beforeInstall = await systemSnapshot(world);
+    report.quickstart = await runQuickstart(world);
     fresh = await world.installSh('--catalog');
     expectInstallOk(fresh);
     const ids = fresh.json.steps.map((s: { id: string }) => s.id);
@@ -128,7 +145,7 @@ describe.sequential(`a partner deploys and operates the agent on a real server (
     expect(fresh.stderr).toContain('SERVICE_ALLOW_UNSUPPORTED_OS=1'); // install.sh's warning: Debian is not supported
     const split = timeSplit(fresh);
     report.freshInstall = { wallMs: fresh.wallMs, ...split, recap: fresh.json.recap };
-    log(`fresh install: ${seconds(fresh.wallMs)} wall = our work ${seconds(split.oursMs)} + apt/npm downloads ${seconds(split.downloadsMs)} + install.sh/binary download ${seconds(split.bootstrapMs)}`);
+    log(`catalog deploy over the quickstart's install (recap ${JSON.stringify(fresh.json.recap)}): ${seconds(fresh.wallMs)} wall = our work ${seconds(split.oursMs)} + apt/npm downloads ${seconds(split.downloadsMs)} + install.sh/binary download ${seconds(split.bootstrapMs)}`);
     log(`  ${split.detail}`);
     const env = world.channelEnv();
     token = env.SERVICE_CHANNEL_TOKEN ?? '';
@@ -295,7 +312,7 @@ systemctl restart nginx || true`);
     expect(answer.model).toBe(`${PROVIDER}/${NEW_MODEL}`);
   });
 
-  step('6b. single damages (chmod, chown, truncate, delete, edits, stopped services, a downgrade): doctor names each, --fix repairs the fixable ones', 10 * 60_000, async () => {
+  defaultSuiteStep('6b. single damages (chmod, chown, truncate, delete, edits, stopped services, a downgrade): doctor names each, --fix repairs the fixable ones', 10 * 60_000, async () => {
     report.damages = await runE2eDamages(world);
   });
 
@@ -338,13 +355,13 @@ true`);
 
   step('8. confinement (after the restore): exfiltration attempts refused, MCP/browser/workspace still work, sandbox exposure, the runtime\'s own audits', 15 * 60_000, () => confinementStep(world, chat, report));
 
-  step('8b. crafted backups on a real /: refused ones change nothing (hashes of /etc /usr /root /var/lib), an accepted one gets the install\'s modes', 15 * 60_000, async () => {
+  defaultSuiteStep('8b. crafted backups on a real /: refused ones change nothing (hashes of /etc /usr /root /var/lib), an accepted one gets the install\'s modes', 15 * 60_000, async () => {
     const t = Date.now();
     report.craftedArchives = { ...(await craftedArchivesOnRealRoot(world, backupArchive)), wallMs: Date.now() - t };
     log(`crafted archives: ${JSON.stringify(report.craftedArchives)}`);
   });
 
-  step('9. lifecycle: an on-demand backup (writers paused, databases checked); an upgrade to a broken build rolls back by itself', 30 * 60_000, async () => {
+  defaultSuiteStep('9. lifecycle: an on-demand backup (writers paused, databases checked); an upgrade to a broken build rolls back by itself', 30 * 60_000, async () => {
     report.backupOnDemand = await consistentBackupOnServer(world, chat);
     report.brokenUpgrade = await brokenUpgradeRollsBack(world, chat);
   });
@@ -357,5 +374,9 @@ true`);
     expect(scan.files).toEqual([]);
     report.secretScan = { argvSamples: world.argv.samples, processes: world.argv.processesSeen, worldReadableFilesScanned: scan.scanned, secretsChecked: Object.keys(world.secrets) };
     log(`secret scans: ${world.argv.samples} argv samples over ${world.argv.processesSeen} processes, ${scan.scanned} world-readable files, ${LOGS.length} logs: clean`);
+  });
+
+  step('10. uninstall: dpkg -l and /etc as before the first install; nothing of ours left', 15 * 60_000, async () => {
+    report.uninstall = await uninstallLeavesNothing(world, beforeInstall!);
   });
 });

@@ -85,7 +85,7 @@ export async function makeSandbox(options: { os?: string; arch?: 'x64' | 'arm64'
   const bin = tempDir('sd-bin-');
   const log = path.join(state, 'calls.log');
   fs.writeFileSync(log, '');
-  // The stand-ins' record of each call's environment (like calls.log, bookkeeping, not server state).
+  // Where the stand-ins leave each call's environment (_lib.sh), made now so a run's first call changes no folder.
   fs.mkdirSync(path.join(state, 'environ'));
   for (const f of fs.readdirSync(STANDINS)) {
     if (['node', 'npm', 'openclaw', 'qmd'].includes(f)) continue; // these come from the Node tarball (qmd from npm)

@@ -32,6 +32,7 @@ function sandboxHost() {
 const ARGS: Record<string, unknown[]> = {
   write: ['/etc/app/config', 'v2\n', { mode: 0o644 }],
   writeNew: ['/etc/app/new', 'x', { mode: 0o600 }],
+  copyNew: ['/etc/app/config', '/etc/app/copy', { mode: 0o600 }],
   createNew: ['/etc/app/new', { mode: 0o600 }],
   makeTempDir: ['/etc/app/config'],
   mkdir: ['/etc/app/dir', 0o755],
@@ -94,6 +95,14 @@ describe('the read-only host (check mode by construction)', () => {
     expect(isReadOnlyCommand('/opt/service-deploy/node/bin/node', ['-e', 'x'])).toBe(false);
     expect(isReadOnlyCommand('tailscale', ['serve', 'status'])).toBe(true);
     expect(isReadOnlyCommand('tailscale', ['serve', '--bg', 'x'])).toBe(false);
+    // The channel firewall's checks read; loading, deleting or opening a port does not.
+    expect(isReadOnlyCommand('nft', ['list', 'tables'])).toBe(true);
+    expect(isReadOnlyCommand('nft', ['-f', '/etc/service-deploy/channel-firewall.nft'])).toBe(false);
+    expect(isReadOnlyCommand('nft', ['delete', 'table', 'inet', 'service_deploy_channel'])).toBe(false);
+    expect(isReadOnlyCommand('ufw', ['status'])).toBe(true);
+    expect(isReadOnlyCommand('ufw', ['allow', '18790/tcp'])).toBe(false);
+    expect(isReadOnlyCommand('firewall-cmd', ['--permanent', '--query-port=18790/tcp'])).toBe(true);
+    expect(isReadOnlyCommand('firewall-cmd', ['--permanent', '--add-port=18790/tcp'])).toBe(false);
     expect(isReadOnlyCommand('cloud-init', ['clean'])).toBe(false);
   });
 

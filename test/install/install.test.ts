@@ -343,7 +343,7 @@ describe('answers', () => {
     const sb = await fresh();
     const dir = fs.mkdtempSync(path.join(sb.state, 'in-'));
     fs.writeFileSync(path.join(dir, 'key'), `${SECRETS.apiKey}\n`, { mode: 0o600 });
-    fs.writeFileSync(path.join(dir, 'answers.json'), JSON.stringify({ customerName: 'Zahnarzt Müller', meshAuthKey: SECRETS.meshAuthKey, mcpToken: SECRETS.mcpToken, modelId: 'm-1' }));
+    fs.writeFileSync(path.join(dir, 'answers.json'), JSON.stringify({ customerName: 'Zahnarzt Müller', meshAuthKey: SECRETS.meshAuthKey, mcpToken: SECRETS.mcpToken, modelId: 'm-1' }), { mode: 0o600 });
     const result = await sb.install(['--api-key-file', path.join(dir, 'key'), '--answers', path.join(dir, 'answers.json'), '--non-interactive']);
     expect(result.exitCode, String(result.stderr)).toBe(0);
     expect(fs.readFileSync(path.join(sb.state, 'ts-up'), 'utf8').trim()).toBe('openclaw-zahnarzt-muller');

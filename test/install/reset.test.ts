@@ -34,6 +34,41 @@ function backups(sb: Sandbox): string[] {
 
 // Each test installs, resets and restores (several binary runs): minutes on a busy two-core machine.
 describe('--reset-clean and restore', { timeout: 240_000 }, () => {
+  it('keeps a copy of the backup in /var/backups/service-deploy (0700 folder, 0600 file) and names both paths; the copy restores after /tmp is emptied', async () => {
+    const sb = await installedWithWorkspace();
+    const reset = await sb.install(['--reset-clean', '--yes', '--json']);
+    expect(reset.exitCode, String(reset.stderr)).toBe(0);
+    const out = JSON.parse(String(reset.stdout));
+    expect(out.backup).toMatch(/^\/tmp\/openclaw-backup-\d{8}-\d{6}\.tar\.gz$/);
+    expect(out.backupCopy).toBe(`/var/backups/service-deploy/${path.basename(out.backup)}`);
+    const copy = path.join(sb.root, out.backupCopy);
+    expect(fs.statSync(path.dirname(copy)).mode & 0o777).toBe(0o700);
+    expect(fs.statSync(copy).mode & 0o777).toBe(0o600);
+    expect(fs.readFileSync(copy).equals(fs.readFileSync(path.join(sb.root, out.backup)))).toBe(true);
+    expect(fs.readdirSync(path.dirname(copy)).filter((f) => f.includes('sd-tmp'))).toEqual([]);
+
+    // A reboot empties /tmp: the copy is the one that brings the deployment back.
+    fs.rmSync(path.join(sb.root, out.backup));
+    const restored = await runBinary(['restore', out.backupCopy], { env: sb.env({ SERVICE_MESH_AUTH_KEY: SECRETS.meshAuthKey }) });
+    expect(restored.exitCode, String(restored.stderr)).toBe(0);
+    expect(sb.read('root/.openclaw/workspace/MEMORY.md')).toContain('prefers mornings');
+
+    // In words: both paths, and the copy is what restore is pointed at; the first copy is kept.
+    const again = await sb.install(['--reset-clean', '--yes']);
+    expect(again.exitCode, String(again.stderr)).toBe(0);
+    const tmp = /^backup: (\/tmp\/openclaw-backup-\S+\.tar\.gz)$/m.exec(String(again.stdout))?.[1];
+    const kept = /^backup copy: (\/var\/backups\/service-deploy\/openclaw-backup-\S+\.tar\.gz) \(kept across reboots/m.exec(String(again.stdout))?.[1];
+    expect(tmp, String(again.stdout)).toBeDefined();
+    expect(kept, String(again.stdout)).toBeDefined();
+    expect(String(again.stdout)).toContain(`service-deploy restore ${kept}`);
+    expect(fs.existsSync(copy)).toBe(true);
+    expect(fs.readdirSync(path.dirname(copy)).length).toBe(2);
+
+    // --check says where both would go, and writes nothing there.
+    const plan = await sb.install(['--reset-clean', '--check', '--json']);
+    expect(JSON.parse(String(plan.stdout)).backup.copy).toMatch(/^\/var\/backups\/service-deploy\/openclaw-backup-/);
+  });
+
   it('refuses without confirmation when there is no terminal, and changes nothing', async () => {
     const sb = await installedWithWorkspace();
     const result = await sb.install(['--reset-clean']);

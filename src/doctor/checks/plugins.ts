@@ -1,7 +1,7 @@
 import type { Host } from '../../host/index.js';
+import { LAYOUT } from '../../layout.js';
 import { installedFilesProblem } from '../../pipeline/manifest.js';
 import { planFile } from '../../pipeline/files.js';
-import { LAYOUT } from '../../layout.js';
 import { PLUGIN_PREFIX, installedPackageVersion, losslessClawFiles, qmdFiles, type ProgramFiles } from '../../runtime/openclaw.js';
 import { pluginFiles } from '../../steps/channel.js';
 import { fail, pass, type Check } from '../types.js';

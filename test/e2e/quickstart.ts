@@ -1,0 +1,142 @@
+// The doc test (issue 21): docs/quickstart.md's commands, extracted from its code blocks
+// and run exactly as written (`sudo` included) as the first install on the booted server,
+// so the quickstart cannot drift from the product.
+//
+// How the page is read:
+// - every ```sh block is run, in order, as one bash script (`-e -o pipefail`), by the
+//   user `ubuntu` (what a cloud image gives: NOPASSWD sudo), with real sudo and its
+//   env_reset;
+// - the ```dotenv block is what the operator types into `sudoedit /root/answers.env`:
+//   sudoedit's editor (SUDO_EDITOR) writes it, placeholders filled in;
+// - placeholders are substituted by PLACEHOLDERS below (the only edits); a block with a
+//   placeholder listed in SKIPPED is not run, for the reason given; any other `<...>`
+//   left in a block fails the test.
+// The e2e's own sources (loopback setup URL, stand-in services, test CA; never an
+// answer) reach through sudo by name (env_keep in a sudoers drop-in), and the test CA is
+// trusted system-wide so the doc's plain `curl -fsSL https://...` works. All of that is
+// set up before the /etc snapshot the uninstall at the end compares with.
+import fs from 'node:fs';
+import path from 'node:path';
+import { expect } from 'vitest';
+import { REPO } from '../helpers/binary.js';
+import { CUSTOMER, log, seconds, type World, type WorldOptions } from './harness.js';
+
+/** The server scenario's World needs sudo in its root (a cached image: debootstrap base + sudo). */
+export const QUICKSTART_WORLD: WorldOptions = { extraPackages: ['sudo'] };
+
+const DOC = path.join(REPO, 'docs/quickstart.md');
+const USER = 'ubuntu';
+const EDITOR = '/usr/local/bin/e2e-quickstart-editor';
+const TYPED = `/home/${USER}/.e2e-typed-answers.env`;
+
+/** Blocks of the doc that are not run, and why. */
+export const SKIPPED: Array<{ placeholder: string; why: string }> = [
+  { placeholder: '<request-id>', why: 'approving a device needs a pairing request from a real device on the mesh' },
+];
+
+/** The documented mapping: placeholder -> the e2e's value. */
+export function placeholders(world: Pick<World, 'setup' | 'secrets'>): Record<string, string> {
+  return {
+    '<setup_url>': world.setup.url.replace(/^https:\/\//, ''),
+    '<customer name>': CUSTOMER,
+    '<service API key>': world.secrets.apiKey!,
+    '<mesh auth key>': world.secrets.meshAuthKey!,
+    '<MCP token>': world.secrets.mcpToken!,
+  };
+}
+
+export interface QuickstartDoc {
+  /** The ```sh blocks, in order. */
+  commands: string[];
+  /** The ```dotenv block (the answers file as typed). */
+  answers: string;
+}
+
+export function readQuickstart(text = fs.readFileSync(DOC, 'utf8')): QuickstartDoc {
+  const blocks = [...text.matchAll(/^```([\w-]*)[^\n]*\n([\s\S]*?)^```\s*$/gm)].map((m) => ({ lang: m[1]!, body: m[2]! }));
+  const answers = blocks.filter((b) => b.lang === 'dotenv');
+  if (answers.length !== 1) throw new Error(`docs/quickstart.md: expected one dotenv block (the answers file), found ${answers.length}`);
+  return { commands: blocks.filter((b) => b.lang === 'sh').map((b) => b.body), answers: answers[0]!.body };
+}
+
+function fill(text: string, map: Record<string, string>): string {
+  let out = text;
+  for (const [placeholder, value] of Object.entries(map)) out = out.split(placeholder).join(value);
+  return out;
+}
+
+/** Before the first install: the user, sudo's settings for the e2e sources, the CA, the editor. Not part of the product's footprint. */
+export async function prepareQuickstart(world: World): Promise<void> {
+  const c = world.container;
+  const sourcesText = fs.readFileSync(c.hostPath('/root/e2e/sources.env'), 'utf8');
+  const names = [...sourcesText.matchAll(/^([A-Z_][A-Z0-9_]*)=/gm)].map((m) => m[1]!);
+  expect(names.filter((n) => /API_KEY|AUTH_KEY|MCP_TOKEN|CUSTOMER/.test(n)), 'answers must not pass through sudo').toEqual([]);
+  const sudoers = `# e2e (test/e2e/quickstart.ts): a cloud image's default user, and the loopback test sources (never an answer) kept through sudo\n${USER} ALL=(ALL) NOPASSWD:ALL\nDefaults env_keep += "${names.join(' ')}"\n`;
+  await c.ok(`set -e
+id ${USER} >/dev/null 2>&1 || useradd --create-home --shell /bin/bash ${USER}
+cat >/etc/sudoers.d/90-e2e-quickstart <<'EOF'
+${sudoers}EOF
+chmod 0440 /etc/sudoers.d/90-e2e-quickstart
+visudo -cq
+cp /root/e2e/ca.pem /usr/local/share/ca-certificates/e2e-setup.crt
+update-ca-certificates >/dev/null 2>&1`);
+  // sudoedit's editor: the operator typing the doc's dotenv block.
+  fs.mkdirSync(path.dirname(c.hostPath(EDITOR)), { recursive: true });
+  fs.writeFileSync(c.hostPath(EDITOR), `#!/bin/sh\n# e2e: sudoedit's editor, as if the operator typed the answers (docs/quickstart.md's dotenv block)\ncat ${TYPED} >"$1"\n`, { mode: 0o755 });
+  await c.ok(`chown root:root ${EDITOR} && chmod 0755 ${EDITOR}`);
+}
+
+export interface QuickstartRun {
+  blocks: Array<{ command: string; exitCode: number; ms: number } | { command: string; skipped: string }>;
+  installMs: number;
+  wallMs: number;
+}
+
+/** Runs docs/quickstart.md's commands as written (placeholders filled in), each block must exit 0. */
+export async function runQuickstart(world: World): Promise<QuickstartRun> {
+  const c = world.container;
+  const doc = readQuickstart();
+  const map = placeholders(world);
+  const t = Date.now();
+  // What the operator types into the editor: written from here (never argv), readable by the user only.
+  fs.writeFileSync(c.hostPath(TYPED), fill(doc.answers, map), { mode: 0o600 });
+  await c.ok(`chown ${USER}: ${TYPED} && chmod 600 ${TYPED}`);
+  const run: QuickstartRun = { blocks: [], installMs: 0, wallMs: 0 };
+  try {
+    for (const [i, block] of doc.commands.entries()) {
+      const skip = SKIPPED.find((s) => block.includes(s.placeholder));
+      const shown = block.trim().split('\n')[0]!;
+      if (skip) {
+        run.blocks.push({ command: shown, skipped: skip.why });
+        log(`quickstart block ${i + 1} not run (${skip.why}): ${shown}`);
+        continue;
+      }
+      const script = fill(block, map);
+      const unmapped = script.match(/<[a-z_ -]+>/gi);
+      expect(unmapped, `docs/quickstart.md block ${i + 1} has a placeholder the e2e does not map: add it to PLACEHOLDERS or SKIPPED`).toBeNull();
+      const file = `/home/${USER}/quickstart-${i + 1}.sh`;
+      fs.writeFileSync(c.hostPath(file), script, { mode: 0o644 });
+      const r = await c.sh(`set -a; . /root/e2e/sources.env; set +a; cd /home/${USER} && runuser -u ${USER} -- env HOME=/home/${USER} SUDO_EDITOR=${EDITOR} bash -e -o pipefail ${file}`, { timeoutMs: 15 * 60_000 });
+      run.blocks.push({ command: shown, exitCode: r.exitCode, ms: r.ms });
+      const output = `${r.stdout}${r.stderr}`;
+      const leaked = Object.entries(world.secrets).filter(([, v]) => output.includes(v)).map(([k]) => k);
+      expect(leaked, `secrets in the output of quickstart block ${i + 1}`).toEqual([]);
+      expect(r.exitCode, `docs/quickstart.md block ${i + 1} (${shown}) exit ${r.exitCode}\n${world.masked(output).slice(-4000)}`).toBe(0);
+      if (script.includes('install.sh')) {
+        run.installMs = r.ms;
+        expect(r.stderr).toContain('answers file /root/answers.env (--answers): SERVICE_CUSTOMER_NAME SERVICE_API_KEY SERVICE_MESH_AUTH_KEY SERVICE_MCP_TOKEN');
+        expect(output).toMatch(/recap: ok=\d+ changed=\d+ skipped=\d+ failed=0/);
+      }
+      if (script.includes('service-deploy chat')) expect(r.stdout).toContain('STAND-IN REPLY');
+      if (script.includes('channel show')) expect(r.stdout).toMatch(/^pin {11}sha256:[0-9a-f]{64}$/m);
+    }
+  } finally {
+    fs.rmSync(c.hostPath(TYPED), { force: true });
+  }
+  // The doc removes the answers file after the install.
+  expect(fs.existsSync(c.hostPath('/root/answers.env'))).toBe(false);
+  expect(run.blocks.filter((b) => 'exitCode' in b).length).toBeGreaterThanOrEqual(4);
+  run.wallMs = Date.now() - t;
+  log(`quickstart: ${run.blocks.length} blocks (${run.blocks.filter((b) => 'skipped' in b).length} not run), install ${seconds(run.installMs)}, all ${seconds(run.wallMs)}`);
+  return run;
+}
