@@ -60,6 +60,7 @@ const SUBCOMMANDS: Record<string, string[]> = {
   partner: ['onboard', 'map-agent', 'add-member', 'onboard-flow'],
   devices: ['list', 'approve'],
   gateway: ['status', 'restart', 'logs'],
+  channel: ['show'],
 };
 
 /** The command a command line names (`render`, `partner onboard`), for messages; install is the default. */

@@ -2,8 +2,9 @@ import { loadComponents } from '../components.js';
 import { CancelledError, UsageError } from '../errors.js';
 import { aptPurge, installedPackages, purgeWouldRemove } from '../host/apt.js';
 import { createHost, readOnlyHost, type Host } from '../host/index.js';
+import { emitJson, uninstallOutput, uninstallPlanOutput } from '../json/index.js';
 import { BACKUP_PREFIX, LAYOUT } from '../layout.js';
-import { printJson, printLine } from '../output.js';
+import { printLine } from '../output.js';
 import { readManifest } from '../pipeline/manifest.js';
 import { readAddedPackages } from '../pipeline/packages.js';
 import { CHROME_KEY, CHROME_SOURCES } from '../steps/browser.js';
@@ -233,7 +234,7 @@ async function removeEmptyParents(host: Host, dirs: readonly string[]): Promise<
 
 function report(request: UninstallRequest, result: UninstallResult): void {
   if (request.json) {
-    printJson({ ok: true, ...result });
+    emitJson(uninstallOutput, { ok: true, ...result });
     return;
   }
   if (result.backup) printLine(`backup: ${result.backup} (copy: ${result.backupCopy})`);
@@ -249,7 +250,7 @@ async function planUninstall(host: Host, request: UninstallRequest): Promise<voi
   const [plan, found] = await Promise.all([planBackup(host), inventory(host)]);
   const left = [...found.left, ...(await backupsLeft(host))];
   if (request.json) {
-    printJson({ ok: true, mode: 'check', backup: { entries: plan.items.length, bytes: plan.bytes }, remove: found.paths, purge: found.packages, commands: UNINSTALL_COMMANDS, left });
+    emitJson(uninstallPlanOutput, { ok: true, mode: 'check', backup: { entries: plan.items.length, bytes: plan.bytes }, remove: found.paths, purge: found.packages, commands: UNINSTALL_COMMANDS, left });
     return;
   }
   if (plan.items.length > 0) printLine(`would back up ${plan.items.length} entries (${plan.bytes} bytes) to /tmp/openclaw-backup-*.tar.gz and ${LAYOUT.backupDir}/`);

@@ -193,6 +193,39 @@ export const rollbackOutput = defineOutput({
   }),
 });
 
+// ---- uninstall ------------------------------------------------------------------------
+
+const leftEntry = () => z.object({ what: z.string().describe('A path, several paths, or "packages a b c"'), why: z.string().describe('Why it stays, and what to do about it') });
+
+export const uninstallOutput = defineOutput({
+  name: 'uninstall',
+  version: 1,
+  title: 'Uninstall result',
+  printedBy: '`uninstall --yes --json`',
+  shape: () => ({
+    backup: absolutePath().optional().describe('The verified backup written before anything was removed (absent: there was no deployment data to back up)'),
+    backupCopy: absolutePath().optional().describe('Its copy kept across reboots in /var/backups/service-deploy (absent with backup)'),
+    removed: z.array(absolutePath()).describe('What was removed, folders whole'),
+    purged: z.array(z.string()).describe('The packages the install added that were purged'),
+    left: z.array(leftEntry()).describe('What stays (backups, packages the system had or that apt would remove with others), with why'),
+  }),
+});
+
+export const uninstallPlanOutput = defineOutput({
+  name: 'uninstall-plan',
+  version: 1,
+  title: 'Uninstall plan',
+  printedBy: '`uninstall --check --json`',
+  shape: () => ({
+    mode: z.literal('check'),
+    backup: z.object({ entries: z.number().int(), bytes: z.number().int() }).describe('What the backup written first would hold (entries 0: nothing to back up)'),
+    remove: z.array(absolutePath()).describe('The paths present now that would be removed, folders whole'),
+    purge: z.array(z.string()).describe('The packages the install added that would be purged (unless apt would remove others with them)'),
+    commands: z.array(z.string()).describe('The commands it would run, in words'),
+    left: z.array(leftEntry()).describe('What would stay, with why'),
+  }),
+});
+
 export const renderOutput = defineOutput({
   name: 'render',
   version: 1,
@@ -413,6 +446,30 @@ export const partnerOnboardFlowOutput = defineOutput({
   }),
 });
 
+// ---- channel ------------------------------------------------------------------------
+
+export const channelShowOutput = defineOutput({
+  name: 'channel-show',
+  version: 1,
+  title: 'Channel handoff',
+  printedBy: '`channel show --json` (`--show-secrets` adds token and knock)',
+  shape: () => ({
+    url: z.string().describe("The endpoint, on the server's first public address (or the mesh name)"),
+    urls: z.array(z.string()).describe("Every endpoint URL the certificate's names allow; loopback last"),
+    certificate: z.object({
+      pin: z.string().regex(/^sha256:[0-9a-f]{64}$/).describe('What `chat --pin` and the portal pin: sha256:<64 hex>'),
+      sha256: z.string().regex(/^[0-9A-F]{2}(:[0-9A-F]{2}){31}$/).describe('The same fingerprint as openssl prints it (AB:CD:...)'),
+      notAfter: z.string().describe('Expiry, ISO 8601'),
+      names: z.array(z.string()).describe('The subject alternative names (DNS:..., IP:...)'),
+    }),
+    knockHeader: z.string().describe('The header the knock goes in'),
+    allow: z.array(z.string()).describe('Addresses allowed to reach the port (--channel-allow); empty: any'),
+    meshHostname: z.string().optional().describe('The mesh hostname, when the channel has one'),
+    token: z.string().optional().describe('The bearer token: with --show-secrets only'),
+    knock: z.string().optional().describe('The knock value: with --show-secrets only'),
+  }),
+});
+
 // ---- the error envelope --------------------------------------------------------------
 
 export const errorOutput = defineOutput({
@@ -434,6 +491,8 @@ export const OUTPUTS: readonly JsonOutput[] = [
   backupPlanOutput,
   backupScheduleOutput,
   rollbackOutput,
+  uninstallOutput,
+  uninstallPlanOutput,
   renderOutput,
   doctorOutput,
   doctorChecksOutput,
@@ -450,5 +509,6 @@ export const OUTPUTS: readonly JsonOutput[] = [
   partnerMapAgentOutput,
   partnerAddMemberOutput,
   partnerOnboardFlowOutput,
+  channelShowOutput,
   errorOutput,
 ] as unknown as readonly JsonOutput[];

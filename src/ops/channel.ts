@@ -4,7 +4,8 @@ import { CHANNEL_PATH, HEADER, SECRET_PATTERN } from '../channel/protocol.js';
 import { DeployError } from '../errors.js';
 import { createHost, readOnlyHost, type Host } from '../host/index.js';
 import { CHANNEL_PORT, LAYOUT } from '../layout.js';
-import { printJson, printLine } from '../output.js';
+import { channelShowOutput, emitJson } from '../json/index.js';
+import { printLine } from '../output.js';
 
 /**
  * The portal handoff (`service-deploy channel show`): everything the portal (or a
@@ -98,7 +99,7 @@ function isPrivateV4(ip: string): boolean {
 export async function runChannelShow(args: { json?: boolean; verbose?: boolean; showSecrets?: boolean }): Promise<void> {
   const host = readOnlyHost(createHost({ verbose: args.verbose, quiet: args.json }));
   const handoff = await channelHandoff(host, { showSecrets: args.showSecrets });
-  if (args.json) return printJson(handoff);
+  if (args.json) return emitJson(channelShowOutput, handoff);
   printLine(`url           ${handoff.url}`);
   for (const other of handoff.urls.slice(1)) printLine(`              ${other}`);
   printLine(`pin           ${handoff.certificate.pin}`);

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runBinary } from '../helpers/binary.js';
+import { jsonOutput } from '../helpers/json-schemas.js';
 import { FIRST_INSTALL, SECRETS, makeSandbox, type Sandbox } from '../helpers/sandbox.js';
 import { snapshotTree } from '../hostile/harness.js';
 
@@ -47,7 +48,9 @@ describe('uninstall', { timeout: 300_000 }, () => {
     const deployed = snapshotTree(sb.root);
     const check = await runBinary(['uninstall', '--check', '--json'], { env: sb.env() });
     expect(check.exitCode, String(check.stderr)).toBe(0);
-    const plan = JSON.parse(String(check.stdout));
+    const plan = jsonOutput('uninstall-plan', check.stdout);
+    expect(plan.mode).toBe('check');
+    expect(plan.backup.entries).toBeGreaterThan(0);
     expect(plan.remove).toEqual(expect.arrayContaining(['/root/.openclaw', '/etc/nginx/conf.d/service-channel.conf', '/etc/apt/sources.list.d/google-chrome.list', '/usr/local/bin/service-deploy', '/var/log/service-deploy']));
     expect(plan.purge).toEqual([...added].sort());
     const refused = await runBinary(['uninstall'], { env: sb.env() });
@@ -57,7 +60,7 @@ describe('uninstall', { timeout: 300_000 }, () => {
 
     const r = await runBinary(['uninstall', '--yes', '--json'], { env: sb.env() });
     expect(r.exitCode, String(r.stderr)).toBe(0);
-    const out = JSON.parse(String(r.stdout));
+    const out = jsonOutput('uninstall', r.stdout);
     expect(out.backup).toMatch(/^\/tmp\/openclaw-backup-\d{8}-\d{6}\.tar\.gz$/);
     expect(out.backupCopy).toBe(`/var/backups/service-deploy/${path.basename(out.backup)}`);
     expect(out.purged).toEqual([...added].sort());
@@ -96,7 +99,7 @@ describe('uninstall', { timeout: 300_000 }, () => {
     fs.writeFileSync(path.join(sb.state, 'apt-also-removes'), 'customer-app\n');
     const r = await runBinary(['uninstall', '--yes', '--json'], { env: sb.env() });
     expect(r.exitCode, String(r.stderr)).toBe(0);
-    const out = JSON.parse(String(r.stdout));
+    const out = jsonOutput('uninstall', r.stdout);
     expect(out.purged).toEqual([]);
     const why = out.left.find((l: { what: string }) => l.what.startsWith('packages '));
     expect(why.why).toContain('would also remove customer-app');

@@ -22,6 +22,8 @@ const EXPECTED: Record<string, string[]> = {
   guard: ['check'],
   backup: ['check', 'every', 'keep'],
   rollback: ['yes', 'check', 'non-interactive'],
+  uninstall: ['yes', 'check', 'non-interactive'],
+  'channel show': ['show-secrets'],
   'gateway status': ['lines'],
   'devices list': [],
   status: [],
@@ -70,6 +72,10 @@ const REFUSED: Array<[string[], string, string]> = [
   [['backup', '--diff'], '--diff', 'backup'],
   [['rollback', '--keep', '3'], '--keep', 'rollback'],
   [['rollback', '--customer-name', 'Acme'], '--customer-name', 'rollback'],
+  [['uninstall', '--keep', '3'], '--keep', 'uninstall'],
+  [['uninstall', '--diff'], '--diff', 'uninstall'],
+  [['channel', 'show', '--fix'], '--fix', 'channel show'],
+  [['channel', 'show', '--channel-allow', 'any'], '--channel-allow', 'channel show'],
 ];
 
 describe('an option that does not apply is refused: exit 2, naming the flag and the command', () => {

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseEnvFile } from '../../src/channel/env-file.js';
 import { runBinary } from '../helpers/binary.js';
+import { jsonOutput } from '../helpers/json-schemas.js';
 import { FIRST_INSTALL, makeSandbox, type Sandbox } from '../helpers/sandbox.js';
 
 const sandboxes: Sandbox[] = [];
@@ -30,7 +31,7 @@ describe('channel show: the portal handoff', { timeout: 240_000 }, () => {
 
     const plain = await runBinary(['channel', 'show', '--json'], { env: sb.env() });
     expect(plain.exitCode, String(plain.stderr)).toBe(0);
-    const handoff = JSON.parse(String(plain.stdout));
+    const handoff = jsonOutput('channel-show', plain.stdout);
     expect(handoff).toMatchObject({
       ok: true,
       certificate: { sha256: opensslPin, pin: `sha256:${opensslPin.replace(/:/g, '').toLowerCase()}` },
@@ -51,7 +52,7 @@ describe('channel show: the portal handoff', { timeout: 240_000 }, () => {
       for (const secret of [env.SERVICE_CHANNEL_TOKEN!, env.SERVICE_CHANNEL_KNOCK!, env.SERVICE_CHANNEL_EDGE!]) expect(`${out.stdout}${out.stderr}`).not.toContain(secret);
     }
 
-    const full = JSON.parse(String((await runBinary(['channel', 'show', '--json', '--show-secrets'], { env: sb.env() })).stdout));
+    const full = jsonOutput('channel-show', (await runBinary(['channel', 'show', '--json', '--show-secrets'], { env: sb.env() })).stdout);
     expect(full.token).toBe(env.SERVICE_CHANNEL_TOKEN);
     expect(full.knock).toBe(env.SERVICE_CHANNEL_KNOCK);
     // The edge secret never leaves the server, not even with --show-secrets.
@@ -60,7 +61,7 @@ describe('channel show: the portal handoff', { timeout: 240_000 }, () => {
     // After a rotation the handoff shows the new secrets (what the portal must be given again).
     const rotated = await sb.install(['--channel', '--rotate-channel-secrets', '--non-interactive'], {});
     expect(rotated.exitCode, String(rotated.stderr)).toBe(0);
-    const after = JSON.parse(String((await runBinary(['channel', 'show', '--json', '--show-secrets'], { env: sb.env() })).stdout));
+    const after = jsonOutput('channel-show', (await runBinary(['channel', 'show', '--json', '--show-secrets'], { env: sb.env() })).stdout);
     expect(after.token).not.toBe(full.token);
     expect(after.token).toBe(parseEnvFile(sb.read('root/.openclaw/channel.env')!).SERVICE_CHANNEL_TOKEN);
     expect(after.certificate.pin).toBe(full.certificate.pin);
