@@ -1,10 +1,17 @@
 #!/usr/bin/env bash
 # service-deploy installer: downloads the service-deploy binary for this machine,
-# verifies its SHA-256 against SHA256SUMS, installs it to /usr/local/bin and runs it
-# with every argument given to this script.
+# verifies it, installs it to /usr/local/bin and runs it with every argument given to
+# this script.
 #
 #   curl -fsSL https://<setup_url>/install.sh | sudo bash
 #   curl -fsSL https://<setup_url>/install.sh | sudo bash -s -- --reset-clean
+#
+# Trust: SHA256SUMS must carry a valid Ed25519 signature (SHA256SUMS.sig) by the release
+# key below, checked with openssl, before any checksum in it is believed; then the
+# download must match its checksum. Where xz exists the compressed binary is fetched
+# (about a quarter of the size): its checksum is checked, and after unpacking the
+# checksum of the binary too. Anything that does not verify is refused and nothing is
+# installed. docs/release.md: how releases are signed and the key is kept and rotated.
 #
 # Environment:
 #   SERVICE_SETUP_URL             where install.sh, SHA256SUMS and the binaries are
@@ -28,6 +35,11 @@ set -euo pipefail
 
 DEFAULT_SETUP_URL="https://setup.service.example"
 BIN_NAME="service-deploy"
+# The release signing key: the public half of an Ed25519 key, base64 of its DER
+# (SubjectPublicKeyInfo). The build puts the key it signed with into the install.sh it
+# publishes: a release build only with the key named here, a development build with a
+# throwaway key of its own. Empty here: no release key has been made yet.
+RELEASE_PUBLIC_KEY=""
 
 info() { printf '%s\n' "service-deploy: $*" >&2; }
 fatal() {
@@ -99,20 +111,41 @@ verify_os() {
 
 verify_tools() {
   local tool
-  for tool in curl sha256sum uname mktemp install; do
+  for tool in curl sha256sum openssl uname mktemp install; do
     command -v "$tool" >/dev/null 2>&1 || fatal "$tool is required but not installed"
   done
 }
 
-# Prints the expected SHA-256 of the binary for ARCH, from the server's SHA256SUMS.
+# Downloads SHA256SUMS and its signature and checks the signature with the release key.
+# Nothing in SHA256SUMS is used before this has passed.
+download_and_verify_sums() {
+  local result
+  [ -n "$RELEASE_PUBLIC_KEY" ] ||
+    fatal "this install.sh has no release key: it is the repository's copy, not one published by a build (docs/release.md)"
+  curl "${CURL_OPTS[@]}" -o "$TMP_DIR/SHA256SUMS" "${SETUP_URL}/SHA256SUMS" ||
+    fatal "could not download ${SETUP_URL}/SHA256SUMS$(placeholder_note)"
+  curl "${CURL_OPTS[@]}" -o "$TMP_DIR/SHA256SUMS.sig" "${SETUP_URL}/SHA256SUMS.sig" ||
+    fatal "could not download ${SETUP_URL}/SHA256SUMS.sig: releases are signed, and without the signature nothing is installed"
+  printf '%s\n%s\n%s\n' '-----BEGIN PUBLIC KEY-----' "$RELEASE_PUBLIC_KEY" '-----END PUBLIC KEY-----' >"$TMP_DIR/release-key.pem"
+  if ! result="$(openssl pkeyutl -verify -pubin -inkey "$TMP_DIR/release-key.pem" -rawin \
+    -in "$TMP_DIR/SHA256SUMS" -sigfile "$TMP_DIR/SHA256SUMS.sig" 2>&1)"; then
+    fatal "SHA256SUMS from ${SETUP_URL} is not signed by the service-deploy release key (${result%%$'\n'*}); refusing to install anything from there"
+  fi
+  info "SHA256SUMS: signature verified (release key ${RELEASE_PUBLIC_KEY:16:12}...)"
+}
+
+# Prints the SHA-256 that the verified SHA256SUMS gives for file $1.
 expected_checksum() {
-  local sums="$1" file="${BIN_NAME}-linux-${ARCH}" hash name
+  local file="$1" hash name
   while read -r hash name; do
     if [ "${name#\*}" = "$file" ]; then
-      printf '%s' "$hash"
+      case "$hash" in
+        [0-9a-f][0-9a-f][0-9a-f][0-9a-f]*) printf '%s' "$hash" ;;
+        *) fatal "SHA256SUMS entry for ${file} is not a SHA-256" ;;
+      esac
       return 0
     fi
-  done <"$sums"
+  done <"$TMP_DIR/SHA256SUMS"
   fatal "SHA256SUMS from ${SETUP_URL} has no entry for ${file}"
 }
 
@@ -127,25 +160,35 @@ placeholder_note() {
   esac
 }
 
+# Fails unless file $1 has SHA-256 $2; $3 names it in the message.
+check_sha256() {
+  local actual
+  actual="$(sha256sum "$1" | cut -d' ' -f1)"
+  [ "$actual" = "$2" ] || fatal "checksum mismatch for $3 (expected $2, got ${actual}); not installing it"
+}
+
 download_and_verify() {
-  local expected actual
-  curl "${CURL_OPTS[@]}" -o "$TMP_DIR/SHA256SUMS" "${SETUP_URL}/SHA256SUMS" ||
-    fatal "could not download ${SETUP_URL}/SHA256SUMS$(placeholder_note)"
-  expected="$(expected_checksum "$TMP_DIR/SHA256SUMS")"
-  case "$expected" in
-    [0-9a-f][0-9a-f][0-9a-f][0-9a-f]*) ;;
-    *) fatal "SHA256SUMS entry for ${BIN_NAME}-linux-${ARCH} is not a SHA-256" ;;
-  esac
+  local file="${BIN_NAME}-linux-${ARCH}" expected
+  download_and_verify_sums
+  expected="$(expected_checksum "$file")"
   if [ -x "$INSTALL_PATH" ] && [ "$(sha256sum "$INSTALL_PATH" | cut -d' ' -f1)" = "$expected" ]; then
     info "${INSTALL_PATH} is already the current version; skipping the download"
     return 0
   fi
-  info "downloading ${BIN_NAME} for linux-${ARCH}"
-  curl "${CURL_OPTS[@]}" -o "$TMP_DIR/$BIN_NAME" "${SETUP_URL}/${BIN_NAME}-linux-${ARCH}" ||
-    fatal "could not download ${SETUP_URL}/${BIN_NAME}-linux-${ARCH}"
-  actual="$(sha256sum "$TMP_DIR/$BIN_NAME" | cut -d' ' -f1)"
-  if [ "$actual" != "$expected" ]; then
-    fatal "checksum mismatch for ${BIN_NAME}-linux-${ARCH} (expected ${expected}, got ${actual}); not installing it"
+  if command -v xz >/dev/null 2>&1; then
+    local packed
+    packed="$(expected_checksum "${file}.xz")"
+    info "downloading ${file}.xz"
+    curl "${CURL_OPTS[@]}" -o "$TMP_DIR/${file}.xz" "${SETUP_URL}/${file}.xz" ||
+      fatal "could not download ${SETUP_URL}/${file}.xz"
+    check_sha256 "$TMP_DIR/${file}.xz" "$packed" "${file}.xz"
+    xz -dc "$TMP_DIR/${file}.xz" >"$TMP_DIR/$BIN_NAME" || fatal "could not unpack ${file}.xz"
+    check_sha256 "$TMP_DIR/$BIN_NAME" "$expected" "${file} (unpacked from ${file}.xz)"
+  else
+    info "downloading ${file} (xz is not installed: the uncompressed binary)"
+    curl "${CURL_OPTS[@]}" -o "$TMP_DIR/$BIN_NAME" "${SETUP_URL}/${file}" ||
+      fatal "could not download ${SETUP_URL}/${file}"
+    check_sha256 "$TMP_DIR/$BIN_NAME" "$expected" "$file"
   fi
   # Same folder, then rename: a concurrent reader never sees half a binary.
   install -d -m 0755 "$(dirname "$INSTALL_PATH")"

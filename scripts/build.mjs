@@ -6,10 +6,18 @@
 //      Node binary (npm packages node-linux-<arch>, integrity from package-lock.json),
 //      the blob injected with postject (strip first: stripping after injection
 //      destroys the blob);
-//   3. dist/service-deploy (this machine's arch) and dist/SHA256SUMS.
+//   3. dist/service-deploy-linux-<arch>.xz (what install.sh downloads where xz exists;
+//      cached by content), dist/service-deploy (this machine's arch), dist/SHA256SUMS;
+//   4. the release signature: dist/SHA256SUMS.sig (Ed25519) and dist/install.sh carrying
+//      the public key it was made with. The private key comes from the file named by
+//      SERVICE_DEPLOY_SIGNING_KEY (a release: it must be the key install.sh names), or
+//      else a throwaway key of this checkout (build/dev-signing-key.pem: a development
+//      build that only its own install.sh trusts). docs/release.md.
 // Unchanged inputs skip the slow steps (a stamp per target).
-import { execFileSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
+//   --native   this machine's arch only, no .xz (a quicker local build)
+//   --release  refuse to build without SERVICE_DEPLOY_SIGNING_KEY
+import { execFileSync, spawn } from 'node:child_process';
+import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, sign, verify } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -44,14 +52,13 @@ const startupShims = {
 };
 
 const started = Date.now();
+const release = process.argv.includes('--release');
+if (release && !process.env.SERVICE_DEPLOY_SIGNING_KEY) throw new Error('--release: set SERVICE_DEPLOY_SIGNING_KEY to the release key file (docs/release.md)');
 await bundle();
 for (const target of TARGETS) {
   if (!only || only === target.arch) buildTarget(target);
 }
-// Every binary in dist/ (a one-arch rebuild keeps the other's entry true).
-const sums = TARGETS.map(({ arch }) => path.join(dist, `service-deploy-linux-${arch}`))
-  .filter((file) => fs.existsSync(file))
-  .map((file) => `${sha256(fs.readFileSync(file))}  ${path.basename(file)}`);
+await Promise.all(TARGETS.map(({ arch }) => compress(arch, !only)));
 const native = path.join(dist, `service-deploy-linux-${hostArch}`);
 if (fs.existsSync(native)) {
   // Copy and rename: a running dist/service-deploy (ETXTBSY) is replaced, not overwritten.
@@ -60,9 +67,15 @@ if (fs.existsSync(native)) {
   fs.chmodSync(temp, 0o755);
   fs.renameSync(temp, path.join(dist, 'service-deploy'));
 }
+// Every artifact in dist/ (a one-arch rebuild keeps the other's entries true).
+const sums = TARGETS.flatMap(({ arch }) => [`service-deploy-linux-${arch}`, `service-deploy-linux-${arch}.xz`])
+  .map((name) => path.join(dist, name))
+  .filter((file) => fs.existsSync(file))
+  .map((file) => `${sha256(fs.readFileSync(file))}  ${path.basename(file)}`);
 fs.writeFileSync(path.join(dist, 'SHA256SUMS'), `${sums.join('\n')}\n`);
+const signedWith = signRelease();
 const version = execFileSync(path.join(dist, 'service-deploy'), ['--version'], { encoding: 'utf8' }).trim();
-console.error(`built service-deploy ${version} in ${((Date.now() - started) / 1000).toFixed(1)} s -> dist/`);
+console.error(`built service-deploy ${version} in ${((Date.now() - started) / 1000).toFixed(1)} s -> dist/ (signed with ${signedWith})`);
 
 async function bundle() {
   await esbuild.build({
@@ -145,6 +158,78 @@ function buildTarget({ arch, strip }) {
   fs.renameSync(work, out);
   fs.writeFileSync(stampPath, stamp);
   return out;
+}
+
+/**
+ * dist/service-deploy-linux-<arch>.xz for the binary in dist/, made with `xz -6` (about a
+ * quarter of the size) and cached under build/ by the binary's hash, since compressing
+ * takes a minute. `make` false (--native): no compressing, and no stale .xz left beside
+ * a new binary.
+ */
+async function compress(arch, make) {
+  const binary = path.join(dist, `service-deploy-linux-${arch}`);
+  const out = `${binary}.xz`;
+  if (!fs.existsSync(binary)) return fs.rmSync(out, { force: true });
+  const hash = sha256(fs.readFileSync(binary)).slice(0, 16);
+  const cached = path.join(build, `service-deploy-linux-${arch}.${hash}.xz`);
+  if (!fs.existsSync(cached)) {
+    if (!make) return fs.rmSync(out, { force: true });
+    if (!commandExists('xz')) throw new Error('xz is needed to build the compressed binaries (Debian: apt-get install xz-utils)');
+    for (const old of fs.readdirSync(build).filter((f) => f.startsWith(`service-deploy-linux-${arch}.`) && f.endsWith('.xz'))) {
+      fs.rmSync(path.join(build, old), { force: true });
+    }
+    const partial = `${cached}.partial-${process.pid}`;
+    await new Promise((resolve, reject) => {
+      const xz = spawn('xz', ['-6', '-T0', '-c', binary], { stdio: ['ignore', fs.openSync(partial, 'w'), 'inherit'] });
+      xz.on('error', reject);
+      xz.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`xz exited ${code} compressing ${binary}`))));
+    });
+    fs.renameSync(partial, cached);
+  }
+  fs.copyFileSync(cached, out);
+}
+
+/**
+ * Signs dist/SHA256SUMS (Ed25519, raw 64-byte signature in SHA256SUMS.sig) and writes
+ * dist/install.sh with the public key in RELEASE_PUBLIC_KEY. Returns what signed it.
+ */
+function signRelease() {
+  const KEY_LINE = /^RELEASE_PUBLIC_KEY="([^"]*)"$/m;
+  const script = fs.readFileSync(path.join(repo, 'install.sh'), 'utf8');
+  const trusted = KEY_LINE.exec(script)?.[1];
+  if (trusted === undefined) throw new Error('install.sh has no RELEASE_PUBLIC_KEY="..." line');
+  const keyFile = process.env.SERVICE_DEPLOY_SIGNING_KEY;
+  let key;
+  if (keyFile) {
+    const real = fs.realpathSync(keyFile);
+    if (real.startsWith(`${fs.realpathSync(repo)}${path.sep}`)) throw new Error(`SERVICE_DEPLOY_SIGNING_KEY: ${keyFile} is inside the repository; keep the release key outside it (docs/release.md)`);
+    if (fs.statSync(real).mode & 0o077) throw new Error(`SERVICE_DEPLOY_SIGNING_KEY: ${keyFile} is readable by others; chmod 600 it`);
+    key = createPrivateKey(fs.readFileSync(real));
+  } else {
+    const devKey = path.join(build, 'dev-signing-key.pem');
+    if (!fs.existsSync(devKey)) {
+      const { privateKey } = generateKeyPairSync('ed25519');
+      fs.writeFileSync(devKey, privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
+    }
+    key = createPrivateKey(fs.readFileSync(devKey));
+  }
+  if (key.asymmetricKeyType !== 'ed25519') throw new Error(`the signing key is ${key.asymmetricKeyType}, not Ed25519`);
+  const publicKey = createPublicKey(key).export({ type: 'spki', format: 'der' }).toString('base64');
+  if (keyFile && publicKey !== trusted) {
+    throw new Error(
+      trusted
+        ? 'SERVICE_DEPLOY_SIGNING_KEY is not the release key that install.sh trusts (RELEASE_PUBLIC_KEY); a key change is a rotation: docs/release.md'
+        : `install.sh names no release key yet: set RELEASE_PUBLIC_KEY="${publicKey}" in install.sh and commit it (docs/release.md)`,
+    );
+  }
+  const sums = fs.readFileSync(path.join(dist, 'SHA256SUMS'));
+  const signature = sign(null, sums, key);
+  if (!verify(null, sums, createPublicKey(key), signature)) throw new Error('the signature of SHA256SUMS does not verify');
+  fs.writeFileSync(path.join(dist, 'SHA256SUMS.sig'), signature);
+  const published = path.join(dist, 'install.sh');
+  fs.writeFileSync(`${published}.tmp`, script.replace(KEY_LINE, `RELEASE_PUBLIC_KEY="${publicKey}"`), { mode: 0o755 });
+  fs.renameSync(`${published}.tmp`, published);
+  return keyFile ? 'the release key' : 'a throwaway development key, build/dev-signing-key.pem: not a release';
 }
 
 /** The pinned Node binary for `arch`, checked against package-lock.json's integrity. */

@@ -1,5 +1,6 @@
 import { execa } from 'execa';
-import { createHash } from 'node:crypto';
+import { createHash, generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -7,26 +8,61 @@ import { REPO, cleanEnv } from './helpers/binary.js';
 import { makeTestCa, serveDirectory, type StaticServer, type TestCa } from './helpers/https-server.js';
 import { tempDir } from './helpers/tmp.js';
 
-const SCRIPT = fs.readFileSync(path.join(REPO, 'install.sh'), 'utf8');
+const REPO_SCRIPT = fs.readFileSync(path.join(REPO, 'install.sh'), 'utf8');
 const ARCH = process.arch === 'arm64' ? 'arm64' : 'x64';
+const FILE = `service-deploy-linux-${ARCH}`;
+const KEY_LINE = /^RELEASE_PUBLIC_KEY="[^"]*"$/m;
+/** By full path: some tests give the script a PATH of their own. */
+const BASH = execFileSync('sh', ['-c', 'command -v bash'], { encoding: 'utf8' }).trim();
 
-/** A stand-in "binary": records its arguments and whether its stdin is the pipe. */
-function fakeBinary(marker: string): string {
-  return `#!/bin/sh\nprintf '%s\\n' "$@" > "${marker}"\n`;
+/** A stand-in "binary": records its arguments. */
+function fakeBinary(marker: string, tag = ''): string {
+  return `#!/bin/sh\n# ${tag}\nprintf '%s\\n' "$@" > "${marker}"\n`;
 }
 
-function sha256(text: string): string {
-  return createHash('sha256').update(text).digest('hex');
+function sha256(data: string | Buffer): string {
+  return createHash('sha256').update(data).digest('hex');
+}
+
+/** A throwaway release key: the private half signs, the public half goes into install.sh. */
+function releaseKey(): { privateKey: KeyObject; publicB64: string } {
+  const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+  return { privateKey, publicB64: publicKey.export({ type: 'spki', format: 'der' }).toString('base64') };
+}
+
+function xz(data: string | Buffer): Buffer {
+  return execFileSync('xz', ['-1', '-c'], { input: data });
 }
 
 let ca: TestCa;
 let server: StaticServer;
 let served: string;
 let marker: string;
+let ours: ReturnType<typeof releaseKey>;
+let other: ReturnType<typeof releaseKey>;
+let SCRIPT: string;
 
-function publish(binary: string, sums?: string): void {
-  fs.writeFileSync(path.join(served, `service-deploy-linux-${ARCH}`), binary);
-  fs.writeFileSync(path.join(served, 'SHA256SUMS'), sums ?? `${sha256(binary)}  service-deploy-linux-${ARCH}\n`);
+interface Release {
+  binary: string | Buffer;
+  /** What is served as the .xz (default: the binary, compressed). */
+  packed?: Buffer;
+  /** SHA256SUMS as signed (default: the true sums of what is served). */
+  sums?: string;
+  /** Changes SHA256SUMS after it was signed. */
+  tamperSums?: (sums: string) => string;
+  /** Who signs: our key (default), another key, or nobody. */
+  signer?: 'ours' | 'other' | 'none';
+}
+
+function publish(release: Release): void {
+  for (const f of fs.readdirSync(served)) fs.rmSync(path.join(served, f));
+  const packed = release.packed ?? xz(release.binary);
+  fs.writeFileSync(path.join(served, FILE), release.binary);
+  fs.writeFileSync(path.join(served, `${FILE}.xz`), packed);
+  const sums = release.sums ?? `${sha256(release.binary)}  ${FILE}\n${sha256(packed)}  ${FILE}.xz\n`;
+  const signer = release.signer ?? 'ours';
+  if (signer !== 'none') fs.writeFileSync(path.join(served, 'SHA256SUMS.sig'), sign(null, Buffer.from(sums), (signer === 'ours' ? ours : other).privateKey));
+  fs.writeFileSync(path.join(served, 'SHA256SUMS'), release.tamperSums ? release.tamperSums(sums) : sums);
 }
 
 function sandbox(os = 'ID=ubuntu\nVERSION_ID="24.04"\n'): string {
@@ -37,7 +73,7 @@ function sandbox(os = 'ID=ubuntu\nVERSION_ID="24.04"\n'): string {
 }
 
 function runInstaller(root: string, args: string[] = [], script = SCRIPT, extraEnv: Record<string, string> = {}) {
-  return execa('bash', ['-s', '--', ...args], {
+  return execa(BASH, ['-s', '--', ...args], {
     input: script,
     reject: false,
     extendEnv: false,
@@ -45,11 +81,35 @@ function runInstaller(root: string, args: string[] = [], script = SCRIPT, extraE
   });
 }
 
+/** A PATH holding every tool install.sh uses except xz. */
+function pathWithoutXz(): string {
+  const dir = tempDir('sd-noxz-');
+  for (const tool of ['curl', 'sha256sum', 'openssl', 'uname', 'mktemp', 'install', 'cut', 'dirname', 'mv', 'rm', 'id', 'cat', 'sh']) {
+    const real = execFileSync('sh', ['-c', `command -v ${tool}`], { encoding: 'utf8' }).trim();
+    fs.symlinkSync(real, path.join(dir, tool));
+  }
+  return dir;
+}
+
+/** Refused: exit non-zero, the message, nothing written under the root, the binary never ran. */
+async function expectRefused(root: string, message: string | RegExp, script = SCRIPT) {
+  fs.rmSync(marker, { force: true });
+  const result = await runInstaller(root, ['--yes'], script);
+  expect(result.exitCode, result.stderr).not.toBe(0);
+  expect(result.stderr).toMatch(message);
+  expect(fs.existsSync(path.join(root, 'usr')), 'nothing written to /usr/local/bin').toBe(false);
+  expect(fs.existsSync(marker), 'the binary did not run').toBe(false);
+  return result;
+}
+
 beforeAll(async () => {
   ca = makeTestCa();
   served = tempDir('sd-served-');
   marker = path.join(tempDir(), 'ran-with-args');
   server = await serveDirectory(served, ca);
+  ours = releaseKey();
+  other = releaseKey();
+  SCRIPT = REPO_SCRIPT.replace(KEY_LINE, `RELEASE_PUBLIC_KEY="${ours.publicB64}"`);
 });
 afterAll(async () => server?.close());
 
@@ -62,42 +122,91 @@ describe('install.sh', () => {
     expect(result.exitCode).toBe(0);
   });
 
-  it('downloads, verifies, installs and runs the binary with the arguments after --', async () => {
-    publish(fakeBinary(marker));
+  it('verifies the signature, downloads the .xz, checks it and what it unpacks to, installs and runs the binary with the arguments', async () => {
+    publish({ binary: fakeBinary(marker) });
     const root = sandbox();
+    const before = server.requests.length;
     const result = await runInstaller(root, ['--reset-clean', '--yes', 'two words']);
+    expect(result.exitCode, result.stderr).toBe(0);
     expect(result.stderr).toContain('installed');
-    expect(result.exitCode).toBe(0);
+    expect(server.requests.slice(before)).toEqual(['/SHA256SUMS', '/SHA256SUMS.sig', `/${FILE}.xz`]);
     const installed = path.join(root, 'usr/local/bin/service-deploy');
     expect(fs.statSync(installed).mode & 0o777).toBe(0o755);
+    expect(fs.readFileSync(installed, 'utf8')).toBe(fakeBinary(marker));
     expect(fs.readFileSync(marker, 'utf8')).toBe('--reset-clean\n--yes\ntwo words\n');
   });
 
-  it('skips the download when the installed binary is already current', async () => {
-    publish(fakeBinary(marker));
+  it('where xz is missing, downloads the plain binary instead (and still checks it)', async () => {
+    publish({ binary: fakeBinary(marker) });
+    const root = sandbox();
+    const before = server.requests.length;
+    const result = await runInstaller(root, ['--version'], SCRIPT, { PATH: pathWithoutXz() });
+    expect(result.exitCode, result.stderr).toBe(0);
+    expect(result.stderr).toContain('xz is not installed');
+    expect(server.requests.slice(before)).toEqual(['/SHA256SUMS', '/SHA256SUMS.sig', `/${FILE}`]);
+    expect(fs.readFileSync(marker, 'utf8')).toBe('--version\n');
+
+    publish({ binary: fakeBinary(marker), sums: `${'0'.repeat(64)}  ${FILE}\n${sha256(xz(fakeBinary(marker)))}  ${FILE}.xz\n` });
+    fs.rmSync(marker, { force: true });
+    const tampered = await runInstaller(sandbox(), [], SCRIPT, { PATH: pathWithoutXz() });
+    expect(tampered.exitCode).not.toBe(0);
+    expect(tampered.stderr).toContain(`checksum mismatch for ${FILE}`);
+    expect(fs.existsSync(marker)).toBe(false);
+  });
+
+  it('skips the download when the installed binary is already current (after checking the signature)', async () => {
+    publish({ binary: fakeBinary(marker) });
     const root = sandbox();
     await runInstaller(root);
     const before = server.requests.length;
     const again = await runInstaller(root, ['--version']);
     expect(again.exitCode).toBe(0);
     expect(again.stderr).toContain('already the current version');
-    expect(server.requests.slice(before)).toEqual(['/SHA256SUMS']);
+    expect(server.requests.slice(before)).toEqual(['/SHA256SUMS', '/SHA256SUMS.sig']);
     expect(fs.readFileSync(marker, 'utf8')).toBe('--version\n');
   });
 
-  it('refuses to install or run a binary whose checksum does not match', async () => {
-    fs.rmSync(marker, { force: true });
-    publish(fakeBinary(marker), `${'0'.repeat(64)}  service-deploy-linux-${ARCH}\n`);
-    const root = sandbox();
-    const result = await runInstaller(root, ['--yes']);
-    expect(result.exitCode).not.toBe(0);
-    expect(result.stderr).toContain('checksum mismatch');
-    expect(fs.existsSync(path.join(root, 'usr/local/bin/service-deploy'))).toBe(false);
-    expect(fs.existsSync(marker)).toBe(false);
+  it('refuses a tampered binary: a compressed download that does not match its checksum', async () => {
+    const binary = fakeBinary(marker);
+    const evil = xz(fakeBinary(marker, 'evil'));
+    publish({ binary, sums: `${sha256(binary)}  ${FILE}\n${sha256(xz(binary))}  ${FILE}.xz\n`, packed: evil });
+    await expectRefused(sandbox(), `checksum mismatch for ${FILE}.xz`);
+  });
+
+  it('refuses a tampered binary: a compressed download that matches its checksum but unpacks to another binary', async () => {
+    const binary = fakeBinary(marker);
+    const evil = xz(fakeBinary(marker, 'evil'));
+    // The signed sums name the evil .xz, but the binary's own checksum is the real one.
+    publish({ binary, packed: evil, sums: `${sha256(binary)}  ${FILE}\n${sha256(evil)}  ${FILE}.xz\n` });
+    await expectRefused(sandbox(), `checksum mismatch for ${FILE} (unpacked from ${FILE}.xz)`);
+  });
+
+  it('refuses tampered sums: a checksum changed after signing', async () => {
+    const evil = fakeBinary(marker, 'evil');
+    const evilXz = xz(evil);
+    // Whoever controls the server serves their binary and rewrites SHA256SUMS to match.
+    publish({ binary: evil, packed: evilXz, tamperSums: () => `${sha256(evil)}  ${FILE}\n${sha256(evilXz)}  ${FILE}.xz\n`, sums: `${'1'.repeat(64)}  ${FILE}\n${'2'.repeat(64)}  ${FILE}.xz\n` });
+    await expectRefused(sandbox(), /SHA256SUMS from .* is not signed by the service-deploy release key.*refusing/);
+  });
+
+  it('refuses a release without a signature', async () => {
+    publish({ binary: fakeBinary(marker), signer: 'none' });
+    await expectRefused(sandbox(), /SHA256SUMS\.sig: releases are signed, and without the signature nothing is installed/);
+  });
+
+  it('refuses a release signed by another key', async () => {
+    publish({ binary: fakeBinary(marker), signer: 'other' });
+    await expectRefused(sandbox(), /is not signed by the service-deploy release key/);
+  });
+
+  it("the repository's own install.sh (no release key in it) refuses, naming why", async () => {
+    publish({ binary: fakeBinary(marker) });
+    expect(REPO_SCRIPT).toMatch(/^RELEASE_PUBLIC_KEY=""$/m);
+    await expectRefused(sandbox(), /this install.sh has no release key/, REPO_SCRIPT);
   });
 
   it('does nothing at all when the download is cut short, wherever it is cut', async () => {
-    publish(fakeBinary(marker));
+    publish({ binary: fakeBinary(marker) });
     // Cut at many points, including mid-way through the last line ("main \"$@\"").
     const cuts = new Set<number>([SCRIPT.length - 2, SCRIPT.length - 8, SCRIPT.lastIndexOf('\nmain ') + 1]);
     for (let i = 1; i <= 12; i++) cuts.add(Math.floor((SCRIPT.length * i) / 13));
@@ -113,7 +222,7 @@ describe('install.sh', () => {
   });
 
   it('refuses an unsupported OS unless SERVICE_ALLOW_UNSUPPORTED_OS=1', async () => {
-    publish(fakeBinary(marker));
+    publish({ binary: fakeBinary(marker) });
     const debian = 'PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nID=debian\nVERSION_ID="12"\n';
     const refused = await runInstaller(sandbox(debian));
     expect(refused.exitCode).not.toBe(0);
@@ -126,7 +235,7 @@ describe('install.sh', () => {
   });
 
   it('accepts Ubuntu 22.04 too, and refuses a plain-http setup URL', async () => {
-    publish(fakeBinary(marker));
+    publish({ binary: fakeBinary(marker) });
     const ok = await runInstaller(sandbox('ID=ubuntu\nVERSION_ID="22.04"\n'));
     expect(ok.exitCode).toBe(0);
     const http = await runInstaller(sandbox(), [], SCRIPT, { SERVICE_SETUP_URL: server.url.replace('https', 'http') });
@@ -134,17 +243,21 @@ describe('install.sh', () => {
     expect(http.stderr).toContain('must be an https:// URL');
   });
 
-  it('installs and runs the real binary', async () => {
-    const real = fs.readFileSync(path.join(REPO, 'dist', `service-deploy-linux-${ARCH}`));
-    fs.writeFileSync(path.join(served, `service-deploy-linux-${ARCH}`), real);
-    fs.copyFileSync(path.join(REPO, 'dist/SHA256SUMS'), path.join(served, 'SHA256SUMS'));
-    const result = await runInstaller(sandbox(), ['--version']);
-    expect(result.exitCode).toBe(0);
+  it("installs and runs the real build: dist/'s signed SHA256SUMS, .xz and install.sh", async () => {
+    for (const f of fs.readdirSync(served)) fs.rmSync(path.join(served, f));
+    for (const f of ['SHA256SUMS', 'SHA256SUMS.sig', FILE, `${FILE}.xz`]) {
+      if (fs.existsSync(path.join(REPO, 'dist', f))) fs.copyFileSync(path.join(REPO, 'dist', f), path.join(served, f));
+    }
+    const published = fs.readFileSync(path.join(REPO, 'dist/install.sh'), 'utf8');
+    expect(published.replace(KEY_LINE, '')).toBe(REPO_SCRIPT.replace(KEY_LINE, ''));
+    expect(published).toMatch(/^RELEASE_PUBLIC_KEY="MCowBQYDK2VwAyEA[A-Za-z0-9+/]{43}="$/m);
+    const result = await runInstaller(sandbox(), ['--version'], published);
+    expect(result.exitCode, result.stderr).toBe(0);
     expect(result.stdout.trim()).toBe(JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8')).version);
-  });
+  }, 120_000);
 
   it('names the same default setup URL as the embedded service profile', () => {
     const profile = JSON.parse(fs.readFileSync(path.join(REPO, 'templates/service-profile.json'), 'utf8'));
-    expect(SCRIPT).toContain(`DEFAULT_SETUP_URL="${profile.setupUrl}"`);
+    expect(REPO_SCRIPT).toContain(`DEFAULT_SETUP_URL="${profile.setupUrl}"`);
   });
 });

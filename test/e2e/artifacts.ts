@@ -114,22 +114,27 @@ export function nodeDist(): string {
 }
 
 /**
- * The folder served as SERVICE_SETUP_URL: install.sh, the binaries of dist/ (copied, so a
- * rebuild during the run cannot change them) and a SHA256SUMS made from those copies.
+ * The folder served as SERVICE_SETUP_URL: the signed release the build made in dist/, as
+ * a partner's setup server publishes it: install.sh (carrying the key that signed this
+ * build), SHA256SUMS, SHA256SUMS.sig, the binaries and their .xz. Copied, so a rebuild
+ * during the run cannot change them, and checked against SHA256SUMS after the copy.
  */
 export function setupDir(work: string): string {
   const dir = path.join(work, 'setup');
   // E2E_DIST: test another build's dist/ folder (default: this checkout's).
   const dist = process.env.E2E_DIST ? path.resolve(process.env.E2E_DIST) : path.join(REPO, 'dist');
   fs.mkdirSync(dir, { recursive: true });
-  fs.copyFileSync(path.join(REPO, 'install.sh'), path.join(dir, 'install.sh'));
-  const sums: string[] = [];
-  for (const f of fs.readdirSync(dist).filter((n) => n.startsWith('service-deploy-linux-')).sort()) {
-    fs.copyFileSync(path.join(dist, f), path.join(dir, f));
-    sums.push(`${sha256File(path.join(dir, f))}  ${f}`);
+  const release = ['install.sh', 'SHA256SUMS', 'SHA256SUMS.sig', `service-deploy-linux-${ARCH}`, `service-deploy-linux-${ARCH}.xz`];
+  for (const f of release) {
+    if (!fs.existsSync(path.join(dist, f))) throw new Error(`${dist}/${f} is missing: run npm run build (the full build; --native makes no .xz)`);
   }
-  if (!sums.some((l) => l.endsWith(`service-deploy-linux-${ARCH}`))) throw new Error(`${dist}/service-deploy-linux-${ARCH} is missing: run npm run build`);
-  fs.writeFileSync(path.join(dir, 'SHA256SUMS'), sums.join('\n') + '\n');
+  for (const f of fs.readdirSync(dist).filter((n) => release.includes(n) || n.startsWith('service-deploy-linux-'))) {
+    fs.copyFileSync(path.join(dist, f), path.join(dir, f));
+  }
+  for (const line of fs.readFileSync(path.join(dir, 'SHA256SUMS'), 'utf8').trim().split('\n')) {
+    const [hash, name] = line.split(/\s+/);
+    if (sha256File(path.join(dir, name!)) !== hash) throw new Error(`${dist}/${name} changed while it was copied (a rebuild?): run the e2e again`);
+  }
   return dir;
 }
 

@@ -143,6 +143,8 @@ describe.sequential(`a partner deploys and operates the agent on a real server (
     expect(ids).toEqual(expect.arrayContaining(['preflight', 'system-packages', 'node-runtime', 'agent-runtime', 'mesh-client', 'memory', 'context-engine', 'mcp', 'browser', 'runtime-config', 'gateway-service', 'guard', 'health']));
     expect(ids.filter((id: string) => id.startsWith('channel')).length, `channel steps in ${ids}`).toBeGreaterThan(0);
     expect(fresh.stderr).toContain('SERVICE_ALLOW_UNSUPPORTED_OS=1'); // install.sh's warning: Debian is not supported
+    expect(fresh.stderr).toContain('SHA256SUMS: signature verified'); // a signed release (test/e2e/artifacts.ts serves dist/)
+    log(`install.sh: ${fresh.stderr.match(/downloading service-deploy-linux-\S+/)?.[0] ?? 'no download line'}`);
     const split = timeSplit(fresh);
     report.freshInstall = { wallMs: fresh.wallMs, ...split, recap: fresh.json.recap };
     log(`catalog deploy over the quickstart's install (recap ${JSON.stringify(fresh.json.recap)}): ${seconds(fresh.wallMs)} wall = our work ${seconds(split.oursMs)} + apt/npm downloads ${seconds(split.downloadsMs)} + install.sh/binary download ${seconds(split.bootstrapMs)}`);
