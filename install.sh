@@ -121,7 +121,7 @@ verify_tools() {
 download_and_verify_sums() {
   local result
   [ -n "$RELEASE_PUBLIC_KEY" ] ||
-    fatal "this install.sh has no release key: it is the repository's copy, not one published by a build (docs/release.md)"
+    fatal "this install.sh has no release key: it is the repository's copy, not one published by a build (docs/release.md); use the install.sh your setup URL serves"
   curl "${CURL_OPTS[@]}" -o "$TMP_DIR/SHA256SUMS" "${SETUP_URL}/SHA256SUMS" ||
     fatal "could not download ${SETUP_URL}/SHA256SUMS$(placeholder_note)"
   curl "${CURL_OPTS[@]}" -o "$TMP_DIR/SHA256SUMS.sig" "${SETUP_URL}/SHA256SUMS.sig" ||

@@ -31,6 +31,7 @@ describe('a binary built from the repository (placeholder endpoints)', { timeout
     fs.writeFileSync(path.join(root, 'etc/os-release'), 'ID=ubuntu\nVERSION_ID="24.04"\n');
     const sh = await execa('bash', ['-s'], { input: fs.readFileSync(path.join(REPO, 'install.sh')), env: cleanEnv({ SERVICE_DEPLOY_ROOT: root }), extendEnv: false, reject: false, timeout: 60_000 });
     expect(sh.exitCode).toBe(1);
-    expect(sh.stderr).toMatch(/could not download https:\/\/setup\.service\.example\/SHA256SUMS; setup\.service\.example is a placeholder/);
+    // The repository's copy carries no release key: it refuses before any download, saying which install.sh to use.
+    expect(sh.stderr).toMatch(/no release key: it is the repository's copy.*use the install\.sh your setup URL serves/);
   });
 });
