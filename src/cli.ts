@@ -5,6 +5,8 @@ import { VERSION } from './version.js';
 import { commands } from './commands/index.js';
 import { sourceMapped } from './stack.js';
 import { checkEnvironment } from './environment.js';
+import type { FallbackCompletionFunction } from 'yargs';
+import { voiceProviders } from './profile-values.js';
 
 const EPILOG = `Exit codes: 0 done, 1 failed while working, 2 refused (bad usage, input or archive, or an
 unsafe state; nothing was changed).
@@ -13,6 +15,21 @@ variables, files or prompts, never from flags: process arguments are visible to 
 SERVICE_DEPLOY_ROOT=DIR maps files only: every path lands under DIR, but the commands run
 (systemctl, apt-get, nginx...) are this machine's own. Use it with stand-in commands.
 Docs: docs/quickstart.md and docs/operator.md (operators), README.md and docs/ (maintainers).`;
+
+/** Flags whose values are completed from the service profile (environment overrides applied). */
+const VALUE_COMPLETIONS: Record<string, () => string[]> = {
+  '--provider': () => voiceProviders(),
+};
+
+/** Completes the values of VALUE_COMPLETIONS' flags; yargs completes commands, flags and choices. */
+function completeValues(args: string[]): FallbackCompletionFunction {
+  return (current, _argv, defaults, done) => {
+    const words = args.slice(args.indexOf('--get-yargs-completions') + 1);
+    const values = VALUE_COMPLETIONS[words.at(-2) ?? ''];
+    if (values) return done(values().filter((value) => value.startsWith(current)));
+    defaults((_error, completions) => done(completions ?? []));
+  };
+}
 
 export function buildCli(args: string[]) {
   let cli = yargs(args)
@@ -26,6 +43,10 @@ export function buildCli(args: string[]) {
     // A flag given twice takes its last value (scripts append overrides), not an array.
     .parserConfiguration({ 'duplicate-arguments-array': false })
     .recommendCommands()
+    // TAB in bash runs `service-deploy --get-yargs-completions WORDS...` (the script printed
+    // by the `completion` command below): commands, subcommands, flags, choices. yargs' own
+    // `completion` command would go on to strict validation with exitProcess(false).
+    .completion('__completion-script', false, completeValues(args))
     .wrap(Math.min(100, process.stdout.columns || 100))
     .epilog(EPILOG)
     // Every SERVICE_* variable is checked before any command runs (not for --help).
@@ -37,7 +58,10 @@ export function buildCli(args: string[]) {
       throw usageError(message ?? 'invalid usage', args);
     });
   for (const command of commands) cli = cli.command(command);
-  return cli;
+  const shell = cli;
+  return cli.command('completion', 'Print the bash completion script: service-deploy completion >> ~/.bashrc', {}, () => {
+    shell.showCompletionScript();
+  });
 }
 
 /** Parses, runs the matched command, and maps any error to a message and an exit code. */

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { readTemplate } from './assets.js';
 import { UsageError } from './errors.js';
 import { MAX_MODEL_ID_LENGTH, MODEL_ID, SLUG, serviceUrlProblem, textProblem } from './input.js';
+import { PROFILE_ENV, profileValues } from './profile-values.js';
 
 export { isLoopback } from './input.js';
 
@@ -35,37 +35,15 @@ export const ServiceProfileSchema = z.object({
 });
 export type ServiceProfile = z.infer<typeof ServiceProfileSchema>;
 
-/** Environment overrides, one per profile field. */
-export const PROFILE_ENV: Record<string, keyof ServiceProfile> = {
-  SERVICE_SETUP_URL: 'setupUrl',
-  SERVICE_AI_GATEWAY_URL: 'aiGatewayUrl',
-  SERVICE_AI_GATEWAY_API: 'aiGatewayApi',
-  SERVICE_GATEWAY_PROVIDER: 'gatewayProviderName',
-  SERVICE_DEFAULT_MODEL: 'defaultModelId',
-  SERVICE_MCP_URL: 'mcpUrl',
-  SERVICE_PARTNER_API_URL: 'partnerApiUrl',
-  SERVICE_VOICE_PROVIDERS: 'voiceProviders',
-};
-
-/** The profile overrides set in `env` (variable name -> value). */
-export function profileOverrides(env: NodeJS.ProcessEnv): Record<string, string> {
-  return Object.fromEntries(Object.keys(PROFILE_ENV).flatMap((name) => (env[name] ? [[name, env[name]!]] : [])));
-}
+export { PROFILE_ENV, profileOverrides } from './profile-values.js';
 
 /**
- * The profile in effect: embedded defaults < overrides recorded by the install on
- * this server (so the hourly guard, run by cron without them, keeps the deployment
- * as installed) < the environment.
+ * The profile in effect, validated: embedded defaults < overrides recorded by the install
+ * on this server (so the hourly guard, run by cron without them, keeps the deployment
+ * as installed) < the environment (profile-values.ts).
  */
 export function loadProfile(env: NodeJS.ProcessEnv = process.env, recorded: Record<string, string> = {}): ServiceProfile {
-  const raw = JSON.parse(readTemplate('service-profile.json')) as Record<string, unknown>;
-  delete raw.$comment;
-  const effective = { ...recorded, ...profileOverrides(env) };
-  for (const [name, key] of Object.entries(PROFILE_ENV)) {
-    const value = effective[name];
-    if (value === undefined || value === '') continue;
-    raw[key] = key === 'voiceProviders' ? value.split(',').map((s) => s.trim()) : value;
-  }
+  const raw = profileValues(env, recorded);
   const parsed = ServiceProfileSchema.safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;

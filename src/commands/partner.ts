@@ -1,6 +1,7 @@
 import type { Argv, CommandModule } from 'yargs';
 import { UsageError } from '../errors.js';
 import type { PartnerContext } from '../partner/flow.js';
+import { voiceProviders } from '../profile-values.js';
 import { withGlobals } from './shared.js';
 
 /**
@@ -39,7 +40,7 @@ function withCustomerFlags<T>(yargs: Argv<T>) {
 
 function withAgentFlags<T>(yargs: Argv<T>) {
   return yargs
-    .option('provider', { type: 'string', describe: 'Voice platform, one of the two in the service profile' })
+    .option('provider', { type: 'string', describe: `Voice platform: ${voiceProviders().join(' or ')} (the service profile's two)` })
     .option('agent-id', { type: 'string', describe: "The platform's agent id (already imported into the account)" })
     .option('profit-multiplier', { type: 'number', describe: 'Multiplier over base call cost, e.g. 1.5' });
 }
