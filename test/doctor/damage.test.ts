@@ -11,7 +11,7 @@ import { LAYOUT } from '../../src/layout.js';
 import { makeDamageSandbox, type CheckJson, type DamageSandbox } from './damage-kit.js';
 
 const components = JSON.parse(fs.readFileSync(path.join(process.cwd(), 'templates/components.json'), 'utf8'));
-const QMD_PACKAGE = `${LAYOUT.nodePrefix}/lib/node_modules/${components.qmd.package}/package.json`;
+const QMD_PACKAGE = `${LAYOUT.qmdPrefix}/node_modules/${components.qmd.package}/package.json`;
 const LOSSLESS_DIR = `/opt/service-deploy/plugins/node_modules/${components.losslessClaw.package}`;
 const OPENCLAW_PACKAGE = `${LAYOUT.nodePrefix}/lib/node_modules/openclaw/package.json`;
 const OPENCLAW_ENTRY = `${LAYOUT.nodePrefix}/lib/node_modules/openclaw/openclaw.mjs`;
