@@ -6,6 +6,9 @@ import type { Host } from '../host/index.js';
 import { LAYOUT } from '../layout.js';
 import { loadProfile, type ServiceProfile } from '../profile.js';
 import { readStoredAnswers } from '../answers/index.js';
+import { UsageError } from '../errors.js';
+import { installedFilesProblem } from '../pipeline/manifest.js';
+import { nodeFiles, openclawFiles } from '../runtime/openclaw.js';
 import { meshStatus, type MeshStatus } from '../steps/mesh-client.js';
 import { planFile } from '../pipeline/files.js';
 import { auditManifest, type FileIssue, type ManifestAudit } from './audit.js';
@@ -15,6 +18,12 @@ export interface Listener {
   address: string;
   port: number;
   process?: string;
+}
+
+export interface AnswersRead {
+  answers?: StoredAnswers;
+  /** Why answers.json could not be used (not a regular file, not valid): the reader's refusal. */
+  problem?: string;
 }
 
 export interface ConfigRead {
@@ -58,12 +67,34 @@ export class DoctorContext {
     return hit;
   }
 
-  answers(): Promise<StoredAnswers | undefined> {
+  /**
+   * answers.json through the install's strict reader. A file it refuses (a symbolic
+   * link, not valid) is a finding for the checks that need it, never a doctor crash.
+   */
+  answersRead(): Promise<AnswersRead> {
     return this.once('answers', async () => {
-      const answers = await readStoredAnswers(this.host);
-      if (answers) this.host.redactor.add(answers.apiKey, answers.mcpToken);
-      return answers;
+      try {
+        const answers = await readStoredAnswers(this.host);
+        if (answers) this.host.redactor.add(answers.apiKey, answers.mcpToken);
+        return { answers };
+      } catch (error) {
+        if (!(error instanceof UsageError)) throw error;
+        return { problem: error.message };
+      }
     });
+  }
+
+  async answers(): Promise<StoredAnswers | undefined> {
+    return (await this.answersRead()).answers;
+  }
+
+  /**
+   * Why the OpenClaw CLI cannot start (a file it runs from is missing, Node is gone),
+   * or undefined. agent-runtime and node-runtime name the cause; checks that run the
+   * CLI do not add a finding of their own for it.
+   */
+  openclawCliProblem(): Promise<string | undefined> {
+    return this.once('openclaw-cli', () => installedFilesProblem(this.host, [...openclawFiles(this.components.openclaw.package).required, ...nodeFiles().required], []));
   }
 
   runtimeConfig(): Promise<ConfigRead> {

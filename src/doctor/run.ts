@@ -102,7 +102,12 @@ export async function runDoctor(host: Host, options: { names: readonly string[];
   if (options.names.length === 0 && (await nothingDeployed(host))) return { ...report([]), ok: false, deployed: false };
   // --fix repairs: it starts like an install, by removing what an interrupted run left.
   if (options.fix) await sweepLeftovers(host);
-  const ctx = new DoctorContext(host, (await readStoredAnswers(host))?.serviceOverrides);
+  // answers.json the strict reader refuses is a finding of the checks that need it (not exit 2): the profile then has no overrides.
+  const stored = await readStoredAnswers(host).catch((error: unknown) => {
+    if (error instanceof UsageError) return undefined;
+    throw error;
+  });
+  const ctx = new DoctorContext(host, stored?.serviceOverrides);
   const first = await runChecks(ctx, checks);
   if (!options.fix) return report(first);
   const wanted = new Set(first.filter((r) => r.status === 'fail' || r.status === 'warn').flatMap((r) => (r.action ? [r.action] : [])));

@@ -10,6 +10,8 @@ import type { Check, CheckReport } from '../../src/doctor/types.js';
 import { LAYOUT } from '../../src/layout.js';
 import { CHANNEL, makeHealthySandbox, OPS_ANSWERS, type OpsSandbox } from '../helpers/ops-sandbox.js';
 import { SECRETS } from '../helpers/sandbox.js';
+import { tempDir } from '../helpers/tmp.js';
+import { createHost } from '../../src/host/index.js';
 
 let sb: OpsSandbox;
 beforeEach(async () => {
@@ -62,7 +64,8 @@ const BROKEN: Array<[string, () => void | Promise<void>, RegExp, RegExp, boolean
   ['mesh', () => fs.rmSync(path.join(sb.state, 'ts-serve')), /not served over the mesh/, /enable Serve and Funnel at the network level, then re-run the install/, false],
   ['devices', () => state('devices.json', JSON.stringify({ pending: [{ requestId: 'req-7f3a', displayName: 'Lisa iPhone' }], paired: [] })), /1 device waiting for approval: req-7f3a \(Lisa iPhone\)/, /approve/, false],
   ['secrets', () => { const c = config(); c.gateway.auth.token = SECRETS.apiKey; setConfig(c); }, /openclaw\.json holds the service API key in plain text; gateway\.auth\.token: plaintext pkt_\*\*\*\*/, /references back.*rotate it/, true],
-  ['gateway-sandbox', () => sb.write(LAYOUT.gatewayUnitFile, sb.read(LAYOUT.gatewayUnitFile)!.replace(/# ---- sandbox[\s\S]*?\n\[Install\]/, '[Install]')), /exposure 9\.\d is above 4\.5/, /re-run the install/, false],
+  // An edited unit file: the files action writes it again (the sandbox is rated after that).
+  ['gateway-sandbox', () => sb.write(LAYOUT.gatewayUnitFile, sb.read(LAYOUT.gatewayUnitFile)!.replace(/# ---- sandbox[\s\S]*?\n\[Install\]/, '[Install]')), /openclaw-gateway\.service is not the unit the install writes/, /write the unit again \(doctor --fix\)/, true],
   ['package-lock', () => undefined, /locked: pid \d+ \(\S*python3.* on \/var\/lib\/dpkg\/lock-frontend/s, /5 minutes/, false],
 ];
 
@@ -102,12 +105,68 @@ describe('each check: broken fixture fails (or warns) with its fix; healthy pass
     expect(report.action).toBe('guard');
   });
 
+  it('secrets: an audit the CLI cannot run is agent-runtime\'s finding; a CLI that starts and gives no report fails', async () => {
+    const entry = `${LAYOUT.nodePrefix}/lib/node_modules/openclaw/openclaw.mjs`;
+    sb.write(LAYOUT.openclawBin, '#!/bin/sh\necho "Error: Cannot find module openclaw.mjs" >&2\nexit 1\n', 0o755);
+    const crashing = await check('secrets');
+    expect([crashing.status, crashing.fixable]).toEqual(['fail', false]);
+    expect(crashing.message).toMatch(/openclaw secrets audit --check gave no report \(exit 1\): Error: Cannot find module/);
+    fs.rmSync(path.join(sb.root, entry));
+    const report = await check('secrets');
+    expect(report.status).toBe('pass');
+    expect(report.message).toMatch(new RegExp(`source 0600 in a 0700 folder; audit not run: the OpenClaw CLI cannot start \\(${entry.replace(/[.]/g, '\\.')} is missing; see agent-runtime\\)`));
+    expect((await check('agent-runtime')).message).toContain(`${entry} is missing`);
+    expect((await check('config-valid')).message).toMatch(/the OpenClaw CLI cannot start .*see agent-runtime/);
+  });
+
+  it('secrets: an unreadable openclaw.json is not the guard\'s (the guard cannot read it either)', async () => {
+    sb.write(LAYOUT.runtimeConfig, '', 0o600);
+    const report = await check('secrets');
+    expect(report.status).toBe('pass');
+    expect(report.message).toMatch(/audit not run: .*openclaw\.json is not valid JSON5.*\(see runtime-config\)/);
+    const settings = await check('agent-settings');
+    expect([settings.status, settings.fixable]).toEqual(['fail', false]);
+  });
+
+  it('agent-settings: a missing openclaw.json is written again whole by the runtime-config action', async () => {
+    fs.rmSync(path.join(sb.root, LAYOUT.runtimeConfig));
+    const report = await check('agent-settings');
+    expect(report.status).toBe('fail');
+    expect(report.message).toMatch(/openclaw\.json is missing/);
+    expect(report.action).toBe('runtime-config');
+  });
+
+  it('answers.json the strict reader refuses: the checks that need it fail naming it, none crashes', async () => {
+    sb.write(LAYOUT.answersFile, '{"customerName": ', 0o600);
+    const reports = await runChecks(new DoctorContext(sb.host), CHECKS);
+    expect(reports.filter((r) => r.status === 'crashed').map((r) => `${r.id}: ${r.message}`)).toEqual([]);
+    const named = reports.filter((r) => r.status !== 'skip' && r.message.includes(`${LAYOUT.answersFile}: (file): not valid JSON`));
+    expect(named.map((r) => r.id).sort()).toEqual(['agent-settings', 'gateway-auth', 'guard-cron', 'providers', 'runtime-config']);
+    for (const r of named) expect([r.status, r.fixable, r.commands]).toEqual(['fail', false, [`mv ${LAYOUT.answersFile} ${LAYOUT.answersFile}.broken`, 'service-deploy install']]);
+    expect(reports.find((r) => r.id === 'secrets')!.message).toMatch(/not valid JSON.*\(see gateway-auth\)$/);
+  });
+
   it('gateway-sandbox: prints the exposure the unit is rated at', async () => {
     const report = await check('gateway-sandbox');
     expect(report.status).toBe('pass');
     const exposure = Number(/exposure (\d+\.\d+)/.exec(report.message)?.[1]);
     expect(exposure).toBeGreaterThan(0);
     expect(exposure).toBeLessThanOrEqual(4.5);
+  });
+
+  it('gateway-sandbox: a loaded unit weaker than its file (an override drop-in) is rated above the target', async () => {
+    // What root's user manager would rate with a drop-in that lifts the sandbox: the real
+    // systemd-analyze, offline, on the unit without its sandbox section (the file stays ours).
+    const dir = tempDir('sd-analyze-');
+    const loaded = path.join(dir, LAYOUT.gatewayUnit);
+    fs.writeFileSync(loaded, sb.read(LAYOUT.gatewayUnitFile)!.replace(/# ---- sandbox[\s\S]*?\n\[Install\]/, '[Install]'));
+    fs.writeFileSync(path.join(dir, 'systemd-analyze'), `#!/bin/sh\nmkdir -p ${dir}/xdg && chmod 700 ${dir}/xdg\nXDG_RUNTIME_DIR=${dir}/xdg exec /usr/bin/systemd-analyze security --user --offline=yes --no-pager ${loaded}\n`, { mode: 0o755 });
+    const host = createHost({ env: sb.env({ PATH: `${dir}:${sb.env().PATH}` }), quiet: true });
+    const [report] = await runChecks(new DoctorContext(host), [byId('gateway-sandbox')]);
+    expect(report!.status).toBe('fail');
+    expect(report!.message).toMatch(/exposure 9\.\d is above 4\.5/);
+    expect(report!.fix).toMatch(/re-run the install.*drop-ins/);
+    expect(report!.fixable).toBe(false);
   });
 
   it('disk: fails below its threshold, passes above', async () => {

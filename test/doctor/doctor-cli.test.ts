@@ -96,6 +96,20 @@ describe('service-deploy doctor (binary, sandbox)', () => {
     expect(fs.readFileSync(`/proc/${sb.gatewayPid()}/environ`, 'utf8')).toContain('SERVICE_TS_HOSTNAME=');
   });
 
+  it('answers.json replaced by a symbolic link: failing checks name it with a command, JSON printed, exit 1 (not a refusal)', async () => {
+    const elsewhere = path.join(sb.root, 'tmp/answers-elsewhere.json');
+    fs.mkdirSync(path.dirname(elsewhere), { recursive: true });
+    fs.renameSync(path.join(sb.root, LAYOUT.answersFile), elsewhere);
+    fs.symlinkSync(elsewhere, path.join(sb.root, LAYOUT.answersFile));
+    const run = await sb.run(['doctor', '--json']);
+    expect(run.exitCode, String(run.stderr)).toBe(1);
+    const out = JSON.parse(String(run.stdout));
+    expect(out.summary.crashed).toBe(0);
+    const named = out.checks.filter((c: { status: string; message: string }) => c.status !== 'skip' && c.message.includes(`${LAYOUT.answersFile} is not a regular file`));
+    expect(named.map((c: { id: string }) => c.id)).toContain('gateway-auth');
+    for (const c of named) expect([c.status, c.commands]).toEqual(['fail', [`mv ${LAYOUT.answersFile} ${LAYOUT.answersFile}.broken`, 'service-deploy install']]);
+  });
+
   it('--fix with nothing fixable says so and changes nothing', async () => {
     const run = await sb.run(['doctor', '--fix']);
     expect(run.exitCode).toBe(0);

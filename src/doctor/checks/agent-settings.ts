@@ -1,16 +1,18 @@
-import { LAYOUT } from '../../layout.js';
 import { enforceManagedAgent } from '../../guard/managed.js';
 import { fail, pass, type Check } from '../types.js';
-import { listDrift } from './routing-shared.js';
+import { configFinding, listDrift } from './routing-shared.js';
+import { answersFinding } from './stored-answers.js';
 
 /** The display name (prompt 1) and the heartbeat as the install sets them (issue 18 items 1, 3). */
 export const agentSettingsCheck: Check = {
   id: 'agent-settings',
   title: 'Agent display name and heartbeat',
   async run(ctx) {
-    const [answers, { config, problem }] = await Promise.all([ctx.answers(), ctx.runtimeConfig()]);
-    if (!answers) return fail(`no stored answers (${LAYOUT.answersFile}): the customer name is unknown`, 'run `service-deploy install`', { commands: ['service-deploy install'] });
-    if (!config) return fail(problem ?? `${LAYOUT.runtimeConfig} is unreadable`, 'run `service-deploy install` to write the runtime config', { commands: ['service-deploy install'] });
+    const [stored, { config }] = await Promise.all([ctx.answersRead(), ctx.runtimeConfig()]);
+    const answers = stored.answers;
+    if (!answers) return answersFinding(stored, 'the customer name is unknown');
+    // A missing config is written again whole (display name and heartbeat included) by the runtime-config action.
+    if (!config) return configFinding(ctx);
     const { restorations } = enforceManagedAgent(config, answers);
     if (restorations.length === 0) return pass(`"${answers.customerName}"; heartbeat every 30m, internal-only, light, isolated`);
     const heartbeat = restorations.some((r) => r.what.includes('heartbeat'));

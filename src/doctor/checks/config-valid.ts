@@ -22,7 +22,9 @@ export const configValidCheck: Check = {
       const parsed = JSON.parse(result.stdout) as { issues?: Array<{ path: string; message: string }> };
       if (parsed.issues?.length) issues = parsed.issues.map((i) => `${i.path}: ${i.message}`).join('; ');
     } catch {
-      // not JSON: keep the raw text
+      // Not JSON: the validator may not have run at all; a CLI that cannot start is agent-runtime's finding.
+      const cli = await ctx.openclawCliProblem();
+      if (cli) return skip(`the OpenClaw CLI cannot start (${cli}; see agent-runtime)`);
     }
     return fail(`OpenClaw rejects ${LAYOUT.runtimeConfig}: ${host.redactor.redact(issues)}`, 'doctor --fix puts the managed settings right (legacy gateway.token, providers); for anything else edit the file or re-run the install', {
       commands: ['service-deploy doctor --fix', 'openclaw config validate'],

@@ -1,11 +1,13 @@
 import { LAYOUT } from '../../layout.js';
-import { EXPOSURE_TARGET, parseExposure } from '../../steps/gateway-service.js';
+import { EXPOSURE_TARGET, gatewayUnitFile, parseExposure } from '../../steps/gateway-service.js';
 import { fail, pass, skip, warn, type Check } from '../types.js';
 
 /**
  * Issue 13: the agent runs confined. `systemd-analyze security` rates the unit as
  * root's user manager loaded it (drop-ins included); above the target the sandbox has
- * drifted (an edited unit, an override drop-in).
+ * drifted (an edited unit, an override drop-in). A unit file that is not the one the
+ * install writes is rated for nothing: its sandbox comes back when the files action
+ * writes it again (the manifest names it), and is rated after that.
  */
 export const gatewaySandboxCheck: Check = {
   id: 'gateway-sandbox',
@@ -13,6 +15,13 @@ export const gatewaySandboxCheck: Check = {
   async run(ctx) {
     const { host } = ctx;
     if (!(await host.files.exists(LAYOUT.gatewayUnitFile))) return skip(`${LAYOUT.gatewayUnitFile} is missing (see gateway-service)`);
+    if ((await host.files.read(LAYOUT.gatewayUnitFile)) !== gatewayUnitFile().content) {
+      if (!(await ctx.repairedByFiles(LAYOUT.gatewayUnitFile))) return skip(`${LAYOUT.gatewayUnitFile} is not the unit the install writes (see files)`);
+      return fail(`${LAYOUT.gatewayUnitFile} is not the unit the install writes: its sandbox is unknown until the unit is written again`, 'write the unit again (doctor --fix), reload the user units and restart the gateway', {
+        commands: ['service-deploy doctor --fix'],
+        action: 'files',
+      });
+    }
     const result = await host.exec
       .run('systemd-analyze', ['security', '--user', '--no-pager', LAYOUT.gatewayUnit], {
         env: { XDG_RUNTIME_DIR: '/run/user/0', DBUS_SESSION_BUS_ADDRESS: 'unix:path=/run/user/0/bus' },

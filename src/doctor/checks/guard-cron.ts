@@ -3,6 +3,7 @@ import { guardCron, guardScript } from '../../steps/guard.js';
 import { octal, planFile } from '../../pipeline/files.js';
 import type { Host } from '../../host/index.js';
 import { fail, pass, warn, type Check } from '../types.js';
+import { answersFinding } from './stored-answers.js';
 
 /** The guard runs hourly: older than this and a run was missed. */
 const STALE_MS = 2 * 3600_000;
@@ -32,8 +33,9 @@ export const guardCronCheck: Check = {
   title: 'Gateway enforcer cron present, last run',
   async run(ctx) {
     const { host } = ctx;
-    const answers = await ctx.answers();
-    if (!answers) return fail(`no stored answers (${LAYOUT.answersFile})`, 'run `service-deploy install`', { commands: ['service-deploy install'] });
+    const stored = await ctx.answersRead();
+    const answers = stored.answers;
+    if (!answers) return answersFinding(stored, 'the guard cannot run without them');
     const [cron, script, binary, last, cronInfo, cronActive] = await Promise.all([
       planFile(host, guardCron(answers.meshHostname)),
       planFile(host, guardScript()),

@@ -2,6 +2,7 @@ import { Inspector } from '../../host/inspect.js';
 import { LAYOUT } from '../../layout.js';
 import { desiredFor } from '../../steps/runtime-config.js';
 import { fail, pass, type Check } from '../types.js';
+import { answersFinding } from './stored-answers.js';
 
 /** Managed keys the routing checks (providers, gateway-auth, gateway-bind) already report. */
 const ROUTING = ['gateway.auth', 'gateway.token', 'gateway.bind', 'models', 'agents.defaults.model'];
@@ -47,8 +48,9 @@ export const runtimeConfigCheck: Check = {
   async run(ctx) {
     const { host } = ctx;
     const info = await new Inspector(host.paths).info(LAYOUT.runtimeConfig);
-    const answers = await ctx.answers();
-    if (!answers) return fail(`no stored answers (${LAYOUT.answersFile}): the managed settings are unknown`, 'run `service-deploy install`', { commands: ['service-deploy install'] });
+    const stored = await ctx.answersRead();
+    const answers = stored.answers;
+    if (!answers) return answersFinding(stored, 'the managed settings are unknown');
     if (!info) {
       return fail(`${LAYOUT.runtimeConfig} is missing: the agent has no configuration`, 'write it again from the stored answers (validated by OpenClaw), then restart the gateway', {
         commands: ['service-deploy doctor --fix', 'service-deploy install'],

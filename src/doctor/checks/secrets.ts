@@ -16,8 +16,8 @@ export const secretsCheck: Check = {
   title: 'Secrets by reference (openclaw.json holds none; root-only source)',
   async run(ctx) {
     const { host } = ctx;
-    const answers = await ctx.answers();
-    if (!answers) return skip('no stored answers (see gateway-auth)');
+    const { answers, problem } = await ctx.answersRead();
+    if (!answers) return skip(`${problem ?? 'no stored answers'} (see gateway-auth)`);
     const text = await host.files.read(LAYOUT.runtimeConfig);
     if (text === undefined) return skip(`${LAYOUT.runtimeConfig} is missing (see config-valid)`);
     const channel = await ctx.channelEnv();
@@ -42,7 +42,11 @@ export const secretsCheck: Check = {
       const what = source.changes.map((c) => c.summary).join('; ') || `${LAYOUT.runtimeSecretsDir} is missing`;
       return fail(`the gateway's secret source differs from the stored answers: ${host.redactor.redact(what)}`, 'write it again from the stored answers and restart the gateway (the guard does)', GUARD_FIX);
     }
-    if (!(await host.files.exists(LAYOUT.openclawBin))) return pass('references only; source 0600 in a 0700 folder (OpenClaw not installed: audit skipped)');
+    const checked = 'references only; source 0600 in a 0700 folder';
+    // The runtime's audit judges a config it can read, with a CLI that starts; else its
+    // failure is theirs to name (runtime-config, config-valid; agent-runtime, node-runtime).
+    if (!Array.isArray(drift)) return pass(`${checked}; audit not run: ${(await ctx.runtimeConfig()).problem ?? `${LAYOUT.runtimeConfig} is unreadable`} (see runtime-config)`);
+    if (!(await host.files.exists(LAYOUT.openclawBin))) return pass(`${checked} (OpenClaw not installed: audit skipped)`);
     const audit = await openclaw(host, ['secrets', 'audit', '--check', '--json'], { allowFailure: true, timeoutMs: 90_000 });
     let report: { status?: string; summary?: Record<string, number>; findings?: Array<{ code?: string; jsonPath?: string; path?: string }> } | undefined;
     try {
@@ -50,14 +54,22 @@ export const secretsCheck: Check = {
     } catch {
       report = undefined;
     }
-    if (audit.exitCode !== 0 || report?.status !== 'clean') {
-      const findings = (report?.findings ?? []).map((f) => `${f.code ?? 'finding'} ${f.jsonPath ?? f.path ?? ''}`.trim());
+    if (report?.status === undefined) {
+      const cli = await ctx.openclawCliProblem();
+      if (cli) return pass(`${checked}; audit not run: the OpenClaw CLI cannot start (${cli}; see agent-runtime)`);
+      const output = host.redactor.redact((audit.stderr.trim() || audit.stdout.trim()).split('\n').slice(-3).join(' '));
+      return fail(`openclaw secrets audit --check gave no report (exit ${audit.exitCode}): ${output}`, 'run it by hand to see why', { commands: ['openclaw secrets audit'] });
+    }
+    if (audit.exitCode !== 0 || report.status !== 'clean') {
+      const findings = (report.findings ?? []).map((f) => `${f.code ?? 'finding'} ${f.jsonPath ?? f.path ?? ''}`.trim());
       const detail = findings.length ? findings.slice(0, 5).join('; ') : host.redactor.redact((audit.stderr.trim() || audit.stdout.trim()).split('\n').slice(-3).join(' '));
-      return fail(`openclaw secrets audit --check: ${report?.status ?? `exit ${audit.exitCode}`}: ${detail}`, 'see `openclaw secrets audit`; managed fields are put back by the guard', {
-        commands: ['openclaw secrets audit', ...GUARD_FIX.commands],
-        action: 'guard',
+      // The guard repairs what it manages (a provider it removes takes its key along); a finding elsewhere is the user's.
+      const guardRepairs = drift.length > 0;
+      return fail(`openclaw secrets audit --check: ${report.status}: ${detail}`, guardRepairs ? 'managed fields are put back by the guard (see `openclaw secrets audit`)' : 'the audit names fields service-deploy does not manage: see `openclaw secrets audit` (a value in plain text: move it to a SecretRef)', {
+        commands: guardRepairs ? ['openclaw secrets audit', ...GUARD_FIX.commands] : ['openclaw secrets audit', 'openclaw secrets configure'],
+        ...(guardRepairs ? { action: 'guard' as const } : {}),
       });
     }
-    return pass(`references only; source 0600 in a 0700 folder; openclaw secrets audit --check: clean (${report.summary?.plaintextCount ?? 0} plaintext)`);
+    return pass(`${checked}; openclaw secrets audit --check: clean (${report.summary?.plaintextCount ?? 0} plaintext)`);
   },
 };
