@@ -29,9 +29,12 @@ beforeAll(async () => {
   fs.mkdirSync(path.join(sb.root, 'usr/local/bin'), { recursive: true });
   fs.copyFileSync(BINARY, path.join(sb.root, 'usr/local/bin/service-deploy'));
   fs.chmodSync(path.join(sb.root, 'usr/local/bin/service-deploy'), 0o755);
+  // The build's signed SHA256SUMS (it lists this binary) and its signature; install.sh is
+  // the build's too (it carries the key that signed them).
   const served = tempDir('sd-sudo-setup-');
+  for (const f of ['SHA256SUMS', 'SHA256SUMS.sig']) fs.copyFileSync(path.join(REPO, 'dist', f), path.join(served, f));
   const sha = createHash('sha256').update(fs.readFileSync(BINARY)).digest('hex');
-  fs.writeFileSync(path.join(served, 'SHA256SUMS'), `${sha}  service-deploy-linux-${ARCH}\n`);
+  if (!fs.readFileSync(path.join(served, 'SHA256SUMS'), 'utf8').includes(`${sha}  service-deploy-linux-${ARCH}\n`)) throw new Error('dist/SHA256SUMS does not list dist/service-deploy: run npm run build');
   const ca = makeTestCa();
   caFile = ca.caFile;
   setup = await serveDirectory(served, ca);
@@ -47,7 +50,7 @@ function viaSudo(args: string[], options: { exported?: Record<string, string>; s
     .filter(([k]) => k.startsWith('SERVICE_') || k === 'PATH' || k.startsWith('STANDIN_'))
     .map(([k, v]) => `${k}=${v}`);
   return execa('sudo', [...(options.sudoArgs ?? []), 'env', ...sandboxVars, 'bash', '-s', '--', ...args], {
-    input: fs.readFileSync(path.join(REPO, 'install.sh')),
+    input: fs.readFileSync(path.join(REPO, 'dist/install.sh')),
     env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', HOME: '/root', ...options.exported },
     extendEnv: false,
     reject: false,

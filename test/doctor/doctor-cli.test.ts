@@ -24,8 +24,9 @@ describe('service-deploy doctor (binary, sandbox)', () => {
     expect(run.exitCode, String(run.stdout)).toBe(0);
     const lines = String(run.stdout).trim().split('\n');
     expect(lines.slice(0, CHECKS.length).map((l) => l.split(/\s+/)[1])).toEqual(CHECKS.map((c) => c.id));
-    expect(lines.slice(0, CHECKS.length).every((l) => l.startsWith('pass'))).toBe(true);
-    expect(lines.at(-1)).toBe(`summary: ${CHECKS.length} pass, 0 warn, 0 fail, 0 skip`);
+    // Every check passes but `backups`, which skips: no backup schedule was set (it is optional).
+    expect(lines.slice(0, CHECKS.length).filter((l) => !l.startsWith('pass')).map((l) => l.split(/\s+/).slice(0, 2).join(' '))).toEqual(['skip backups']);
+    expect(lines.at(-1)).toBe(`summary: ${CHECKS.length - 1} pass, 0 warn, 0 fail, 1 skip`);
   });
 
   it('--json: the documented shape (schemaVersion 1), stable key order', async () => {
@@ -33,7 +34,7 @@ describe('service-deploy doctor (binary, sandbox)', () => {
     const out = jsonOutput('doctor', run.stdout);
     expect(Object.keys(out)).toEqual(['schemaVersion', 'ok', 'summary', 'checks', 'deployed']);
     expect(out.schemaVersion).toBe(1);
-    expect(out.summary).toEqual({ pass: CHECKS.length, warn: 0, fail: 0, skip: 0, crashed: 0 });
+    expect(out.summary).toEqual({ pass: CHECKS.length - 1, warn: 0, fail: 0, skip: 1, crashed: 0 });
     for (const c of out.checks) {
       expect(Object.keys(c)).toEqual(['id', 'title', 'status', 'message', 'fixable', 'durationMs']);
     }
@@ -67,7 +68,7 @@ describe('service-deploy doctor (binary, sandbox)', () => {
     const out = jsonOutput('doctor', fixed.stdout);
     // The files action writes the nginx site (the manifest knows it changed) and restarts nginx; nginx-site then has nothing left to do.
     expect(out.fixes.map((f: { id: string; ok: boolean }) => [f.id, f.ok])).toEqual([['cron', true], ['guard', true], ['files', true], ['channel-limits', true]]);
-    expect(out.checks.filter((r: { status: string }) => r.status !== 'pass').map((r: { id: string; message: string }) => `${r.id}: ${r.message}`)).toEqual([]);
+    expect(out.checks.filter((r: { id: string; status: string }) => r.status !== 'pass' && !(r.id === 'backups' && r.status === 'skip')).map((r: { id: string; message: string }) => `${r.id}: ${r.message}`)).toEqual([]);
     expect(fixed.exitCode).toBe(0);
     expect(out.before.filter((r: { status: string }) => r.status === 'fail')).toHaveLength(12);
     expect(sb.calls('nft').map((call) => call.args.join(' '))).toContain(`-f ${path.join(sb.root, LAYOUT.channelFirewallRules)}`);
@@ -142,7 +143,7 @@ describe('doctor after a real install (the same checks serve install and doctor)
       const out = jsonOutput('doctor', run.stdout);
       const notPass = Object.fromEntries(out.checks.filter((c: { status: string }) => c.status !== 'pass').map((c: { id: string; status: string }) => [c.id, c.status]));
       // The sandbox has no listeners (ss-output) and the stand-in gateway has no real pid; nothing else may differ.
-      expect(notPass).toEqual({ 'channel-env': 'skip', 'channel-drop-in': 'skip', nginx: 'skip', 'nginx-limit-conn': 'skip', 'tls-cert': 'skip', 'channel-limits': 'skip', 'channel-port': 'skip' });
+      expect(notPass).toEqual({ backups: 'skip', 'channel-env': 'skip', 'channel-drop-in': 'skip', nginx: 'skip', 'nginx-limit-conn': 'skip', 'tls-cert': 'skip', 'channel-limits': 'skip', 'channel-port': 'skip' });
     } finally {
       await plain.close();
     }

@@ -140,8 +140,7 @@ export const FLAG_CASES: HostileCase[] = [
   { kind: 'answers.json: override of an unknown variable', args: CHECK, tamper: editAnswers((a) => (a.serviceOverrides = { LD_PRELOAD: '/tmp/x.so' })), mention: /answers\.json: serviceOverrides\.LD_PRELOAD: not a service profile variable/ },
   { kind: 'answers.json: larger than 64 KiB', args: CHECK, tamper: editAnswers((a) => (a.customerName = long(70_000))), mention: /answers\.json is larger than 64 KiB/ },
   { kind: 'answers.json: read by status', args: ['status'], tamper: editAnswers((a) => (a.customerName = 'x\u009bx')), mention: /answers\.json: customerName: customer name contains a C1 control character/ },
-  // doctor diagnoses rather than refuses: the checks that need the answers fail naming the file (exit 1), nothing changed.
-  { kind: 'answers.json: read by doctor', args: ['doctor'], code: 1, tamper: editAnswers((a) => (a.modelId = 'm\nx')), mention: /answers\.json: modelId: / },
+  // (doctor diagnoses a broken answers.json rather than refusing it: test/doctor/doctor-cli.test.ts)
   { kind: 'answers.json: read by guard', args: ['guard'], tamper: editAnswers((a) => (a.apiKey = 'pkt_\u001b')), mention: /answers\.json: apiKey: / },
   { kind: 'answers.json: read by render', args: ['render', 'cron'], tamper: editAnswers((a) => (a.meshHostname = 'Bad_Host')), mention: /answers\.json: meshHostname: / },
   // unsafe state
