@@ -126,6 +126,11 @@ download_and_verify_sums() {
     fatal "could not download ${SETUP_URL}/SHA256SUMS$(placeholder_note)"
   curl "${CURL_OPTS[@]}" -o "$TMP_DIR/SHA256SUMS.sig" "${SETUP_URL}/SHA256SUMS.sig" ||
     fatal "could not download ${SETUP_URL}/SHA256SUMS.sig: releases are signed, and without the signature nothing is installed"
+  # Ed25519 signatures need `openssl pkeyutl -rawin` (OpenSSL 3; Ubuntu 22.04 has 3.0).
+  case "$(openssl pkeyutl -help 2>&1)" in
+    *-rawin*) ;;
+    *) fatal "$(openssl version 2>/dev/null || echo openssl) cannot check the release signature (Ed25519 needs OpenSSL 3, as on Ubuntu 22.04 and 24.04); nothing was installed" ;;
+  esac
   printf '%s\n%s\n%s\n' '-----BEGIN PUBLIC KEY-----' "$RELEASE_PUBLIC_KEY" '-----END PUBLIC KEY-----' >"$TMP_DIR/release-key.pem"
   if ! result="$(openssl pkeyutl -verify -pubin -inkey "$TMP_DIR/release-key.pem" -rawin \
     -in "$TMP_DIR/SHA256SUMS" -sigfile "$TMP_DIR/SHA256SUMS.sig" 2>&1)"; then
