@@ -26,7 +26,7 @@ export interface E2eDamage {
   save?: string[];
 }
 
-const QMD_PACKAGE = '/opt/service-deploy/node/lib/node_modules/@tobilu/qmd/package.json';
+const QMD_PACKAGE = '/opt/service-deploy/qmd/node_modules/@tobilu/qmd/package.json';
 const TLS_KEY = '/etc/service-deploy/tls/channel.key';
 
 export const E2E_DAMAGES: E2eDamage[] = [
