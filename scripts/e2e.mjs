@@ -25,7 +25,7 @@ const legacyRunningFile = path.join(cache, 'running.json');
 const slotsDir = path.join(repo, '.cache', 'e2e', 'net');
 const lockDir = path.join(repo, '.cache', 'e2e', 'run.lock');
 const arch = process.arch === 'arm64' ? 'arm64' : 'x64';
-const BUDGET_MS = Number(process.env.E2E_BUDGET_MS ?? 30 * 60_000);
+const BUDGET_MS = Number(process.env.E2E_BUDGET_MS ?? 40 * 60_000);
 const ALL_SUITES = ['bullseye', 'bookworm', 'trixie'];
 const ALL_SCENARIOS = ['server', 'cloud-init', 'fleet'];
 const TOOLS = { debootstrap: 'debootstrap', 'systemd-nspawn': 'systemd-container', gpg: 'gnupg', 'dpkg-deb': 'dpkg', nsenter: 'util-linux', ss: 'iproute2', ip: 'iproute2', openssl: 'openssl' };
