@@ -48,7 +48,7 @@ export async function inspectSandbox(world: World, pid: number): Promise<Sandbox
   }
   const answers = await c.sh(`nsenter -t ${pid} -m cat /var/lib/service-deploy/answers.json 2>&1`, { timeoutMs: 30_000 });
   const cgroup = (await c.ok(`${USER_ENV} systemctl --user show -p ControlGroup --value ${GATEWAY_UNIT}`)).trim();
-  const procs = await c.sh(`for p in $(cat /sys/fs/cgroup${cgroup}/cgroup.procs 2>/dev/null); do echo "$p $(cat /proc/$p/comm 2>/dev/null) $(grep NoNewPrivs /proc/$p/status 2>/dev/null | tr -s '\\t ' ' ')"; done`, { timeoutMs: 30_000 });
+  const procs = await c.sh(`for p in $(find /sys/fs/cgroup${cgroup} -name cgroup.procs -exec cat {} + 2>/dev/null); do echo "$p $(cat /proc/$p/comm 2>/dev/null) $(grep NoNewPrivs /proc/$p/status 2>/dev/null | tr -s '\\t ' ' ')"; done`, { timeoutMs: 30_000 });
   const browserProcesses = procs.stdout.split('\n').filter((l) => /chrom/i.test(l));
   return { exposure, exposureLines, properties, status, writes, answersVisible: answers.stdout.includes('customerName'), browserProcesses };
 }
