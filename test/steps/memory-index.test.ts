@@ -88,7 +88,7 @@ describe('QMD memory', () => {
     const service = await runBinary(['render', 'qmd-service'], { env: sb.env() });
     expect(service.stdout).toMatch(/UMask=0077[\s\S]*ExecStart=\/bin\/sh \/opt\/service-deploy\/qmd\/refresh\.sh/);
     const script = await runBinary(['render', 'qmd-script'], { env: sb.env() });
-    expect(script.stdout).toMatch(/"\/opt\/service-deploy\/qmd\/node_modules\/\.bin\/qmd" update/);
+    expect(script.stdout).toMatch(/qmd="\/opt\/service-deploy\/qmd\/node_modules\/\.bin\/qmd"\n"\$qmd" update/);
   });
 
   it('the index is in the --reset-clean backup, removed by the reset, and put back by restore', async () => {
