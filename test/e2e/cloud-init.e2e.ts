@@ -4,7 +4,8 @@
 // must wait for the locks, say so and for whom, and finish. docs/e2e.md.
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect } from 'vitest';
+import { scenarioSteps } from './steps.js';
 import { cleanupTempDirs, tempDir } from '../helpers/tmp.js';
 import { E2E_CACHE } from './artifacts.js';
 import { ANSWERS_FILE, HELD_MARK, MIN_HOLD_S, RELEASED_MARK, RESULT_FILE, cloudInitFiles, lockHolderDeb, userDataForE2e } from './cloud-init.js';
@@ -35,26 +36,14 @@ world.options.files = cloudInitFiles({
 });
 const report: Record<string, unknown> = { startedAt: new Date().toISOString(), suite: SUITE };
 const timings: Record<string, number> = {};
-let broken: string | undefined;
 const started = Date.now();
 
-function step(name: string, timeoutMs: number, fn: () => Promise<void>): void {
-  it(name, async (ctx) => {
-    if (broken) ctx.skip(`an earlier step failed: ${broken}`);
-    const t = Date.now();
-    try {
-      await fn();
-      log(`ok   ${name} (${seconds(Date.now() - t)})`);
-    } catch (error) {
-      broken = name;
-      log(`FAIL ${name} (${seconds(Date.now() - t)})`);
-      const extra = await world.container
-        ?.sh('tail -n 40 /var/log/cloud-init-output.log; echo "--- cloud-init.log"; grep -E "WARNING|ERROR|Traceback" /var/log/cloud-init.log | tail -n 30; echo "--- status"; cloud-init status --long; journalctl -u e2e-apt-lock -u e2e-boot-apt --no-pager -n 20; echo "--- install.log"; tail -n 30 /var/log/service-deploy/install.log; echo "--- result.json"; tail -c 2500 /root/service-deploy/result.json', { timeoutMs: 30_000 })
-        .catch(() => undefined);
-      throw new Error(`${world.masked((error as Error).message)}\n--- diagnostics (secrets masked)\n${world.masked(`${extra?.stdout ?? ''}${extra?.stderr ?? ''}`).slice(-6000)}`);
-    }
-  }, timeoutMs);
-}
+const { step, failedStep } = scenarioSteps(async (error) => {
+  const extra = await world.container
+    ?.sh('tail -n 40 /var/log/cloud-init-output.log; echo "--- cloud-init.log"; grep -E "WARNING|ERROR|Traceback" /var/log/cloud-init.log | tail -n 30; echo "--- status"; cloud-init status --long; journalctl -u e2e-apt-lock -u e2e-boot-apt --no-pager -n 20; echo "--- install.log"; tail -n 30 /var/log/service-deploy/install.log; echo "--- result.json"; tail -c 2500 /root/service-deploy/result.json', { timeoutMs: 30_000 })
+    .catch(() => undefined);
+  return `${world.masked(error.message)}\n--- diagnostics (secrets masked)\n${world.masked(`${extra?.stdout ?? ''}${extra?.stderr ?? ''}`).slice(-6000)}`;
+});
 
 beforeAll(async () => {
   log(`setting up: a ${SUITE} server with cloud-init, the portal's user-data as its NoCloud seed`);
@@ -67,7 +56,7 @@ afterAll(async () => {
   report.totalMs = Date.now() - started;
   report.timings = { ...world.timings, ...timings };
   report.notes = world.notes;
-  report.failedStep = broken ?? null;
+  report.failedStep = failedStep() ?? null;
   await world.close();
   cleanupTempDirs();
   fs.mkdirSync(E2E_CACHE, { recursive: true });

@@ -3,7 +3,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { execa } from 'execa';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect } from 'vitest';
+import { scenarioSteps } from './steps.js';
 import { cleanupTempDirs } from '../helpers/tmp.js';
 import { E2E_CACHE } from './artifacts.js';
 import type { Suite } from './container.js';
@@ -18,24 +19,12 @@ const fleet = new Fleet(SUITE, HOSTS.length);
 const report: Record<string, unknown> = { startedAt: new Date().toISOString(), suite: SUITE };
 const timings: Record<string, number> = {};
 const plays: PlayRun[] = [];
-let broken: string | undefined;
 const started = Date.now();
 
-function step(name: string, timeoutMs: number, fn: () => Promise<void>): void {
-  it(name, async (ctx) => {
-    if (broken) ctx.skip(`an earlier step failed: ${broken}`);
-    const t = Date.now();
-    try {
-      await fn();
-      log(`ok   ${name} (${seconds(Date.now() - t)})`);
-    } catch (error) {
-      broken = name;
-      log(`FAIL ${name} (${seconds(Date.now() - t)})`);
-      const last = plays.at(-1);
-      throw new Error(fleet.masked(`${(error as Error).message}\n--- last ansible-playbook output\n${last ? `${last.stdout.slice(-6000)}\n${last.stderr.slice(-2000)}` : '(none)'}`));
-    }
-  }, timeoutMs);
-}
+const { step, failedStep } = scenarioSteps(async (error) => {
+  const last = plays.at(-1);
+  return fleet.masked(`${error.message}\n--- last ansible-playbook output\n${last ? `${last.stdout.slice(-6000)}\n${last.stderr.slice(-2000)}` : '(none)'}`);
+});
 
 async function play(playbook: string, args: string[] = []): Promise<PlayRun> {
   const run = await fleet.play(playbook, args);
@@ -66,7 +55,7 @@ afterAll(async () => {
   report.totalMs = Date.now() - started;
   report.timings = { ...fleet.timings, ...timings };
   report.notes = fleet.notes;
-  report.failedStep = broken ?? null;
+  report.failedStep = failedStep() ?? null;
   await fleet.close();
   cleanupTempDirs();
   fs.mkdirSync(E2E_CACHE, { recursive: true });

@@ -10,6 +10,7 @@ import { REPO } from '../helpers/binary.js';
 import { cleanupTempDirs } from '../helpers/tmp.js';
 import { E2E_CACHE } from './artifacts.js';
 import { DEFAULT_SUITE } from './container.js';
+import { scenarioSteps } from './steps.js';
 import { CHANNEL_PORT, GATEWAY_PORT, GATEWAY_UNIT, World, channelPost, log, seconds, timeSplit, type InstallRun } from './harness.js';
 import { runE2eDamages } from './damage.js';
 import { filesWithSecrets, scanWorldReadable } from './secrets.js';
@@ -31,26 +32,12 @@ const LOGS = ['/var/log/service-deploy/install.log', '/var/log/service-deploy/gu
 
 const world = new World(QUICKSTART_WORLD);
 const report: Record<string, unknown> = { startedAt: new Date().toISOString(), suite: world.suite, release: world.release };
-let broken: string | undefined;
 const started = Date.now();
 
-/** A scenario step: skipped once an earlier one failed (they build on each other). */
-function step(name: string, timeoutMs: number, fn: () => Promise<void>): void {
-  it(name, async (ctx) => {
-    if (broken) ctx.skip(`an earlier step failed: ${broken}`);
-    const t = Date.now();
-    try {
-      await fn();
-      log(`ok   ${name} (${seconds(Date.now() - t)})`);
-    } catch (error) {
-      broken = name;
-      log(`FAIL ${name} (${seconds(Date.now() - t)})`);
-      const extra = await world.diagnostics().catch(() => '');
-      const message = world.masked((error as Error).message);
-      throw new Error(`${message}\n--- diagnostics (secrets masked)\n${extra}`, { cause: undefined });
-    }
-  }, timeoutMs);
-}
+const { step, failedStep } = scenarioSteps(async (error) => {
+  const extra = await world.diagnostics().catch(() => '');
+  return `${world.masked(error.message)}\n--- diagnostics (secrets masked)\n${extra}`;
+});
 
 /**
  * A step that does not depend on the distribution (its subject is our own code: archives,
@@ -119,7 +106,7 @@ afterAll(async () => {
   report.processesSeen = world.argv.processesSeen;
   report.notes = world.notes;
   report.timings = world.timings;
-  report.failedStep = broken ?? null;
+  report.failedStep = failedStep() ?? null;
   await world.close();
   cleanupTempDirs();
   fs.mkdirSync(E2E_CACHE, { recursive: true });

@@ -1,0 +1,24 @@
+// A scenario's steps: they build on each other, so once one fails the rest are skipped
+// (saying which failed); each logs ok/FAIL with its time, and a failure's message gets
+// the scenario's own diagnostics.
+import { it } from 'vitest';
+import { log, seconds } from './harness.js';
+
+export function scenarioSteps(explain: (error: Error) => Promise<string>) {
+  let broken: string | undefined;
+  function step(name: string, timeoutMs: number, fn: () => Promise<void>): void {
+    it(name, async (ctx) => {
+      if (broken) ctx.skip(`an earlier step failed: ${broken}`);
+      const t = Date.now();
+      try {
+        await fn();
+        log(`ok   ${name} (${seconds(Date.now() - t)})`);
+      } catch (error) {
+        broken = name;
+        log(`FAIL ${name} (${seconds(Date.now() - t)})`);
+        throw new Error(await explain(error as Error), { cause: undefined });
+      }
+    }, timeoutMs);
+  }
+  return { step, failedStep: () => broken };
+}
