@@ -27,10 +27,12 @@ export interface SandboxReport {
   writes: Record<string, string>;
   answersVisible: boolean;
   browserProcesses: string[];
+  processesInUnit: string[];
+  reportedBrowser?: { pid: number; proc: string; inUnit: boolean };
 }
 
 /** systemd-analyze's rating of the installed unit, the process's credentials, and writes from inside its namespace. */
-export async function inspectSandbox(world: World, pid: number): Promise<SandboxReport> {
+export async function inspectSandbox(world: World, pid: number, browserPid?: number): Promise<SandboxReport> {
   const c = world.container;
   const analyze = await c.sh(`${USER_ENV} systemd-analyze security --user --no-pager ${GATEWAY_UNIT}`, { timeoutMs: 60_000 });
   const exposure = Number(/Overall exposure level for \S+: (\d+(?:\.\d+)?)/.exec(analyze.stdout)?.[1] ?? NaN);
@@ -49,8 +51,16 @@ export async function inspectSandbox(world: World, pid: number): Promise<Sandbox
   const answers = await c.sh(`nsenter -t ${pid} -m cat /var/lib/service-deploy/answers.json 2>&1`, { timeoutMs: 30_000 });
   const cgroup = (await c.ok(`${USER_ENV} systemctl --user show -p ControlGroup --value ${GATEWAY_UNIT}`)).trim();
   const procs = await c.sh(`for p in $(find /sys/fs/cgroup${cgroup} -name cgroup.procs -exec cat {} + 2>/dev/null); do echo "$p $(cat /proc/$p/comm 2>/dev/null) $(grep NoNewPrivs /proc/$p/status 2>/dev/null | tr -s '\\t ' ' ')"; done`, { timeoutMs: 30_000 });
-  const browserProcesses = procs.stdout.split('\n').filter((l) => /chrom/i.test(l));
-  return { exposure, exposureLines, properties, status, writes, answersVisible: answers.stdout.includes('customerName'), browserProcesses };
+  const listed = procs.stdout.split('\n').filter((l) => l.trim() !== '');
+  // The browser the runtime reported starting (its pid from the browser tool's status),
+  // judged by its own /proc/<pid>/cgroup: on Debian 13 the tree walk above did not list it.
+  let reported: SandboxReport['reportedBrowser'];
+  if (browserPid) {
+    const r = await c.sh(`cat /proc/${browserPid}/comm /proc/${browserPid}/cgroup 2>&1; readlink /proc/${browserPid}/exe 2>&1`, { timeoutMs: 30_000 });
+    reported = { pid: browserPid, proc: r.stdout.trim().replace(/\s+/g, ' '), inUnit: r.stdout.includes(`${cgroup}\n`) || r.stdout.includes(`${cgroup}/`) };
+  }
+  const browserProcesses = listed.filter((l) => /chrom|headless/i.test(l) || (browserPid !== undefined && l.startsWith(`${browserPid} `)));
+  return { exposure, exposureLines, properties, status, writes, answersVisible: answers.stdout.includes('customerName'), browserProcesses, processesInUnit: listed, ...(reported ? { reportedBrowser: reported } : {}) };
 }
 
 export interface RuntimeJudges {
@@ -119,10 +129,11 @@ export async function confinementStep(world: World, chat: (message: string) => P
   log(`  tools offered to a channel turn (${exfil.toolsOffered.length}): ${exfil.toolsOffered.join(', ')}`);
   log(`  controls: workspace read: ${exfil.controls.workspaceRead.slice(0, 80)} | mcp: ${exfil.controls.mcp.slice(0, 80)} | browser: ${exfil.controls.browserStart.slice(0, 160)}`);
 
-  const sandbox = await inspectSandbox(world, pid);
+  const browserPid = Number(/"pid":\s*(\d+)/.exec(exfil.controls.browserStart)?.[1] ?? NaN);
+  const sandbox = await inspectSandbox(world, pid, Number.isFinite(browserPid) ? browserPid : undefined);
   report.sandbox = sandbox;
   log(`systemd-analyze security ${GATEWAY_UNIT}: exposure ${sandbox.exposure} (target <= 4.5)`);
-  log(`  process: ${JSON.stringify(sandbox.status)}; writes from its namespace: ${JSON.stringify(sandbox.writes)}; browser processes in the unit: ${sandbox.browserProcesses.length}`);
+  log(`  process: ${JSON.stringify(sandbox.status)}; writes from its namespace: ${JSON.stringify(sandbox.writes)}; browser processes in the unit: ${sandbox.browserProcesses.length}; the reported browser: ${JSON.stringify(sandbox.reportedBrowser)}`);
 
   const judges = await runtimeJudges(world);
   report.runtimeJudges = judges;
@@ -146,7 +157,8 @@ export async function confinementStep(world: World, chat: (message: string) => P
   for (const dir of ['/etc', '/usr', '/usr/local/bin', '/root']) expect(sandbox.writes[dir], dir).toMatch(/Read-only file system/);
   expect(sandbox.writes['/root/.openclaw']).toBe('writable');
   expect(sandbox.answersVisible).toBe(false);
-  expect(sandbox.browserProcesses.length, exfil.controls.browserStart).toBeGreaterThan(0);
+  const browserInUnit = sandbox.browserProcesses.length > 0 || sandbox.reportedBrowser?.inUnit === true;
+  expect(browserInUnit, `${exfil.controls.browserStart}\nreported: ${JSON.stringify(sandbox.reportedBrowser)}\nin the unit: ${sandbox.processesInUnit.join(' | ')}`).toBe(true);
   // The runtime's own judges.
   expect(judges.configValidate.exitCode, judges.configValidate.out).toBe(0);
   expect(judges.secretsAudit.exitCode, JSON.stringify(judges.secretsAudit.report)).toBe(0);

@@ -3,6 +3,7 @@
 // owners, modes, nginx, cron and systemd are real. Chosen so that no repair restarts
 // the gateway (each restart costs the 10-30 s it takes to answer again): that path is
 // the sandbox suite's and step 6's.
+import path from 'node:path';
 import { expect } from 'vitest';
 import { log, seconds, type World } from './harness.js';
 
@@ -45,9 +46,7 @@ export const E2E_DAMAGES: E2eDamage[] = [
   { what: 'nginx site without the knock check', names: /service-channel\.conf/, damage: "sed -i '/http_x_service_gateway/,/}/d' /etc/nginx/conf.d/service-channel.conf && ! grep -q http_x_service_gateway /etc/nginx/conf.d/service-channel.conf", fixable: true },
   { what: 'cron stopped', names: /cron/, damage: 'systemctl stop cron', fixable: true },
   { what: 'nginx stopped', names: /18790/, damage: 'systemctl stop nginx', fixable: true },
-  // QMD downgraded: in the sandbox damage suite only for now; here its save step found no
-  // package folder at QMD's prefix in the last run (not yet understood).
-  // { what: 'QMD downgraded', names: /QMD 2\.0\.0/, damage: `sed -i 's/"version": "2.8.3"/"version": "2.0.0"/' ${QMD_PACKAGE} && grep -q 2.0.0 ${QMD_PACKAGE}`, fixable: false, save: [QMD_PACKAGE] },
+  { what: 'QMD downgraded', names: /QMD 2\.0\.0/, damage: `sed -i 's/"version": "2.8.3"/"version": "2.0.0"/' ${QMD_PACKAGE} && grep -q 2.0.0 ${QMD_PACKAGE}`, fixable: false, save: [QMD_PACKAGE] },
   { what: 'the manifest deleted', names: /manifest\.json/, damage: 'rm /var/lib/service-deploy/manifest.json', fixable: false, save: ['/var/lib/service-deploy/manifest.json'] },
   { what: 'TLS key replaced by another key', names: /channel\.key/, damage: `openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out ${TLS_KEY} 2>/dev/null`, fixable: false, save: [TLS_KEY] },
   { what: 'the OpenClaw CLI link deleted (the gateway still answers)', names: /bin\/openclaw/, damage: 'rm /opt/service-deploy/node/bin/openclaw', fixable: false, save: ['/opt/service-deploy/node/bin/openclaw'] },
@@ -71,7 +70,9 @@ export async function runE2eDamages(world: World): Promise<Record<string, unknow
   await c.ok('rm -rf /root/e2e/damage && mkdir -p /root/e2e/damage && chmod 700 /root/e2e/damage');
   for (const [n, dmg] of E2E_DAMAGES.entries()) {
     const t = Date.now();
-    for (const p of dmg.save ?? []) await c.ok(`cp -a --parents ${p} /root/e2e/damage/`);
+    // Not `cp -a --parents`: Debian 12's coreutils 9.1 fails it on an absolute source
+    // when preserving modes ("No such file or directory", fixed in 9.2).
+    for (const p of dmg.save ?? []) await c.ok(`mkdir -p /root/e2e/damage${path.posix.dirname(p)} && cp -a ${p} /root/e2e/damage${p}`);
     await c.ok(dmg.damage);
     const fixed = await world.deploy('doctor --fix --json');
     const before: Finding[] = notPass(fixed.json.before ?? fixed.json.checks);
