@@ -8,9 +8,9 @@ export function healthUrl(host: Host): string {
   return host.env.SERVICE_HEALTH_URL || `http://127.0.0.1:${GATEWAY_PORT}/healthz`;
 }
 
-export async function probeHealth(host: Host): Promise<{ ok: boolean; detail: string }> {
+export async function probeHealth(host: Host, timeoutMs = 3000): Promise<{ ok: boolean; detail: string }> {
   try {
-    const res = await host.net.request(healthUrl(host), { timeoutMs: 3000 });
+    const res = await host.net.request(healthUrl(host), { timeoutMs });
     return { ok: res.status === 200, detail: `HTTP ${res.status} ${res.body.trim().slice(0, 120)}` };
   } catch (error) {
     return { ok: false, detail: (error as Error).message };
