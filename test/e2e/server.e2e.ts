@@ -301,7 +301,7 @@ systemctl restart nginx || true`);
     expect(answer.model).toBe(`${PROVIDER}/${NEW_MODEL}`);
   });
 
-  defaultSuiteStep('6b. single damages (chmod, chown, truncate, delete, edits, stopped services, a downgrade): doctor names each, --fix repairs the fixable ones', 10 * 60_000, async () => {
+  defaultSuiteStep('6b. single damages (chmod, chown, truncate, delete, edits, stopped services, a downgrade): doctor names each, --fix repairs the fixable ones', 20 * 60_000, async () => {
     report.damages = await runE2eDamages(world);
   });
 
