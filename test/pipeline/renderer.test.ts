@@ -166,7 +166,7 @@ describe('plain renderer (not a terminal: listr2 fallback renderer)', () => {
     const h = harness(PlainRenderer);
     await h.run([
       stepTask(result('a', 'skipped', { reason: 'check mode' })),
-      stepTask(result('b', 'ok'), () => h.lines.write('waiting for the package manager lock: pid 7 (apt-get)')),
+      stepTask(result('b', 'ok'), () => void h.lines.write('waiting for the package manager lock: pid 7 (apt-get)')),
       stepTask(result('c', 'skipped', { reason: 'check mode' })),
     ]);
     expect(h.plain()).toEqual(['Step a: skipped: check mode', 'waiting for the package manager lock: pid 7 (apt-get)', 'Step b: ok', 'Step c: skipped: check mode']);
