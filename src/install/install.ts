@@ -95,8 +95,9 @@ export async function installWithLock({ host: given, request, steps, lockHeld, q
       host.log.debug(`install started: customer ${answers.customerSlug}, model ${answers.modelId}, channel ${options.channel}`);
     }
     const started = Date.now();
-    // Step lines on stderr (renderer.ts): live on a terminal, one plain line per event otherwise.
-    const outcome = await runPipeline(steps ?? installSteps(), { host, profile, answers, components, options }, { silent: Boolean(request.json) || catalog });
+    // Step lines on stderr (renderer.ts): live on a terminal, one plain line per event
+    // otherwise (the catalog deploy's cloud-init log); none with --json.
+    const outcome = await runPipeline(steps ?? installSteps(), { host, profile, answers, components, options }, { silent: Boolean(request.json) });
     if (!quiet) await report(host, request, outcome, options, answers, Date.now() - started);
     if (outcome.failed) process.exitCode = failureExitCode(outcome);
     return outcome;
@@ -132,6 +133,8 @@ async function report(host: Host, request: InstallRequest, outcome: PipelineOutc
       ...pipelineJson(outcome, options.check ? 'check' : 'apply', ms),
       ...(failed ? { error: { code: exitCode === 2 ? 'refused' : 'step-failed', message: `${failed.title} failed: ${failed.error ?? 'unknown error'}`, hint: failed.hint ?? null, exitCode } } : {}),
     });
+    // The catalog deploy's stderr is its cloud-init log: a failure says there what to do.
+    if (!request.json && failed) for (const line of (await nextSteps(host, outcome, options, answers)).stderr) printError(line);
     return;
   }
   for (const line of planLines(outcome, options)) printLine(line);

@@ -209,3 +209,24 @@ describe('install output on a terminal', () => {
     expect(dumb.stdout).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ Preflight checks: ok\r?$/m);
   });
 });
+
+describe('the catalog deploy (cloud-init): JSON on stdout, the step lines on stderr', () => {
+  it('stdout is the one JSON document; stderr has one timestamped line per step and nothing to do next', async () => {
+    const catalog = await makeSandbox();
+    try {
+      const run = await catalog.install(['--catalog', '--customer-name', 'Catalog Co'], FIRST_INSTALL.env);
+      expect(run.exitCode, String(run.stderr)).toBe(0);
+      const out = JSON.parse(String(run.stdout)) as { steps: JsonStep[] };
+      const lines = stepLines(String(run.stderr)).filter((l) => !l.includes(PROGRESS));
+      expect(new Set(lines).size).toBe(lines.length);
+      // No step is skipped in the catalog deploy: one line each, in order.
+      expect(out.steps.filter((s) => s.status === 'skipped')).toEqual([]);
+      expect(lines).toHaveLength(out.steps.length);
+      lines.forEach((line, i) => expect(line.startsWith(`${TITLES.get(out.steps[i]!.id)}: `), line).toBe(true));
+      for (const line of lines) expect(line).toMatch(OUTCOME);
+      expect(String(run.stderr)).not.toContain('Pair a device');
+    } finally {
+      await catalog.close();
+    }
+  });
+});
