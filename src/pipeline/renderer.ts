@@ -99,6 +99,12 @@ export function progressFraction(text: string): number | undefined {
   return undefined;
 }
 
+/** Which quarter (0..4) of the work a progress text says is done. */
+function quarterOf(text: string): number | undefined {
+  const fraction = progressFraction(text);
+  return fraction === undefined ? undefined : Math.floor(fraction * 4);
+}
+
 function ownOutcome(task: StepTask): StepResult | undefined {
   return (task.rendererTaskOptions as StepRendererTaskOptions | undefined)?.outcome?.();
 }
@@ -251,8 +257,7 @@ export class PlainRenderer extends StepRenderer {
    */
   protected progress(task: StepTask, text: string): void {
     const at = this.now().getTime();
-    const fraction = progressFraction(text);
-    const quarter = fraction === undefined ? undefined : Math.floor(fraction * 4);
+    const quarter = quarterOf(text);
     const last = this.progressState.get(task.id);
     const due = !last || at - last.at >= PROGRESS_EVERY_MS || (quarter !== undefined && quarter !== last.quarter && at - last.at >= PROGRESS_MIN_GAP_MS);
     if (due) {
@@ -260,8 +265,8 @@ export class PlainRenderer extends StepRenderer {
       this.progressLine(task, text, quarter);
       return;
     }
-    if (text === last.text) return;
-    last.pending = text;
+    last.pending = text === last.text ? undefined : text;
+    if (last.pending === undefined) return;
     last.cancel ??= this.schedule(() => {
       last.cancel = undefined;
       if (last.pending !== undefined && !task.hasFinalized()) this.progressLine(task, last.pending, quarterOf(last.pending));
@@ -300,11 +305,6 @@ export class PlainRenderer extends StepRenderer {
     this.progressState.get(task.id)?.cancel?.();
     this.progressState.delete(task.id);
   }
-}
-
-function quarterOf(text: string): number | undefined {
-  const fraction = progressFraction(text);
-  return fraction === undefined ? undefined : Math.floor(fraction * 4);
 }
 
 const SPINNER = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
