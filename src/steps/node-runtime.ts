@@ -4,6 +4,7 @@ import { DeployError } from '../errors.js';
 import type { Step } from '../pipeline/step.js';
 import { LAYOUT } from '../layout.js';
 import { installedFilesProblem, recordProgramFiles } from '../pipeline/manifest.js';
+import { bytesProgress } from '../pipeline/progress.js';
 import { nodeFiles } from '../runtime/openclaw.js';
 
 /** Node's naming of the machine's architecture in its release tarballs. */
@@ -48,7 +49,11 @@ export const nodeRuntimeStep: Step = {
       const expected = sums.body.split('\n').map((l) => l.trim().split(/\s+/)).find(([, name]) => name === file)?.[0];
       if (!expected) throw new DeployError(`SHASUMS256.txt for Node ${version} has no entry for ${file}`);
       const tarball = path.join(work, file);
-      const actual = await host.net.download(`${base}/${file}`, tarball, { caFile: components.sources.caFile, timeoutMs: 120_000 });
+      const actual = await host.net.download(`${base}/${file}`, tarball, {
+        caFile: components.sources.caFile,
+        timeoutMs: 120_000,
+        onProgress: (received, total) => ctx.progress(`downloading ${file}: ${bytesProgress(received, total)}`),
+      });
       if (actual !== expected) {
         throw new DeployError(`checksum mismatch for ${file}: expected ${expected}, got ${actual}`, 'the download was corrupted or tampered with; nothing was installed');
       }
