@@ -255,7 +255,7 @@ export async function packBrokenBuild(world: World): Promise<string> {
 tar -C ${PKG} --exclude=./node_modules -cf - . | tar -C package -xf -
 { head -n 1 package/openclaw.mjs; echo 'if (process.argv[2] === "gateway") { console.error("e2e broken build: the gateway exits at start"); process.exit(1); }'; tail -n +2 package/openclaw.mjs; } >package/openclaw.new
 mv package/openclaw.new package/openclaw.mjs; chmod 755 package/openclaw.mjs
-npm pack --silent --pack-destination /root/e2e/broken ./package >/dev/null
+npm pack --silent --ignore-scripts --pack-destination /root/e2e/broken ./package >/dev/null
 rm -rf package`, { timeoutMs: 5 * 60_000 });
   return (await c.ok('ls /root/e2e/broken/*.tgz')).trim();
 }
