@@ -42,7 +42,16 @@ async function until(what: string | (() => string), budgetMs: number, probe: () 
 }
 
 async function healthz(world: World): Promise<void> {
-  expect(await world.container.ok(`curl -fsS -o /dev/null -w '%{http_code}' --retry 120 --retry-delay 1 --retry-all-errors http://127.0.0.1:${GATEWAY_PORT}/healthz`)).toBe('200');
+  expect(await world.container.ok(`curl -fsS -o /dev/null -w '%{http_code}' --retry 120 --retry-delay 1 --retry-all-errors http://127.0.0.1:${GATEWAY_PORT}/healthz`, { timeoutMs: 180_000 })).toBe('200');
+}
+
+/** The answers (exact texts) not found in the deployment's SQLite databases under /root/.openclaw (or their WAL). */
+async function answersMissing(world: World, replies: string[]): Promise<string[]> {
+  const out = await world.container.ok(
+    `while IFS= read -r reply; do grep -rqF --include='*.sqlite' --include='*.sqlite-wal' -- "$reply" /root/.openclaw || echo "$reply"; done`,
+    { input: `${replies.join('\n')}\n` },
+  );
+  return out.split('\n').filter(Boolean);
 }
 
 async function installedVersion(world: World, dir = PKG): Promise<string | undefined> {
@@ -153,12 +162,8 @@ export async function exchangesRestored(world: World, exchanges: Exchange[], res
   const before = exchanges.filter((e) => e.status === 200 && e.reply && e.doneAt < resetStartedAt);
   const during = exchanges.filter((e) => e.sentAt >= resetStartedAt || e.doneAt >= resetStartedAt);
   expect(before.length, JSON.stringify(exchanges)).toBeGreaterThanOrEqual(3);
-  const replies = before.map((e) => e.reply!).join('\n');
-  const missing = await world.container.ok(
-    `while IFS= read -r reply; do grep -rqF --include='*.sqlite' --include='*.sqlite-wal' -- "$reply" /root/.openclaw || echo "$reply"; done`,
-    { input: `${replies}\n` },
-  );
-  expect(missing.trim(), `answered before the reset began, not in the restored agent databases (all exchanges: ${JSON.stringify(exchanges)})`).toBe('');
+  const missing = await answersMissing(world, before.map((e) => e.reply!));
+  expect(missing, `answered before the reset began, not in the restored agent databases (all exchanges: ${JSON.stringify(exchanges)})`).toEqual([]);
   const databases = await databasesIntegrity(world);
   expect(databases.map((d) => d.path), 'no database found after the restore').toContain('/root/.openclaw/state/openclaw.sqlite');
   expect(databases.filter((d) => d.result !== 'ok')).toEqual([]);
@@ -235,8 +240,10 @@ export async function restartDuringTurn(world: World, chat: Chat): Promise<Recor
     expect(restarted.exitCode, restarted.stderr).toBe(0);
     await healthz(world);
     expect(await world.userUnit('MainPID')).not.toBe(pidBefore);
-    const drained = await c.sh(`${USER_ENV} journalctl --user -u ${GATEWAY_UNIT} --since @${Math.floor(t / 1000)} --no-pager -o cat | grep -E 'draining active work|drain settled' | head -4`);
-    const report = { turnMs: done.at - t, answeredAfterStopBeganMs: done.at - stopping, restartMs: Date.now() - stopping, gatewaySaid: drained.stdout.trim().split('\n').filter(Boolean) };
+    // The runtime's own account: it waited for the turn before it stopped.
+    const said = (await c.sh(`journalctl _SYSTEMD_USER_UNIT=${GATEWAY_UNIT} --since @${Math.floor(t / 1000)} --no-pager -o cat | grep -E 'draining active work|drain settled' | head -4`)).stdout.trim().split('\n').filter(Boolean);
+    expect(said.some((l) => l.includes('draining active work')), `the gateway's journal since the restart: ${JSON.stringify(said)}`).toBe(true);
+    const report = { turnMs: done.at - t, answeredAfterStopBeganMs: done.at - stopping, restartMs: Date.now() - stopping, gatewaySaid: said.map((l) => l.replace(/^.*\[gateway\] /, '')) };
     log(`restart during an agent turn: ${JSON.stringify(report)}`);
     return report;
   } finally {
@@ -263,25 +270,35 @@ rm -rf package`, { timeoutMs: 5 * 60_000 });
 /**
  * What a server installed by an earlier service-deploy runs: the earlier release from
  * the registry, installed the way that install did (npm of the deployed Node, over the
- * package), the gateway restarted on it and answering.
+ * package), with state of its own: the pinned release's databases have newer schemas,
+ * which the earlier release refuses to open (found here: "refused startup because 2
+ * OpenClaw database schema(s) are newer than this build"), so it starts on fresh state
+ * (config, workspace and channel stay). Chat answers on it; the answer is what the
+ * upgrade must carry over.
  */
-export async function earlierReleaseInstalled(world: World, chat: Chat): Promise<Record<string, unknown>> {
+export async function earlierReleaseInstalled(world: World, chat: Chat): Promise<Record<string, unknown> & { reply: string }> {
   const c = world.container;
   const t = Date.now();
   await c.ok(`set -e; ${NPM_ENV}; ${USER_ENV} systemctl --user stop ${GATEWAY_UNIT}
 npm install --global --prefix /opt/service-deploy/node --no-audit --no-fund --allow-scripts=openclaw openclaw@${EARLIER_OPENCLAW} >/dev/null
+rm -rf /root/.openclaw/state /root/.openclaw/agents
 ${USER_ENV} systemctl --user start ${GATEWAY_UNIT}`, { timeoutMs: 10 * 60_000 });
   expect(await installedVersion(world)).toBe(EARLIER_OPENCLAW);
   await healthz(world);
-  const answer = await chat(`answering on ${EARLIER_OPENCLAW}?`);
-  expect(answer.reply).toContain(`answering on ${EARLIER_OPENCLAW}?`);
-  const report = { wallMs: Date.now() - t };
+  const question = `answering on ${EARLIER_OPENCLAW}? ${randomBytes(4).toString('hex')}`;
+  const answer = await chat(question);
+  expect(answer.reply).toContain(question);
+  const report = { wallMs: Date.now() - t, reply: answer.reply };
   log(`OpenClaw ${EARLIER_OPENCLAW} from the registry installed and answering: ${seconds(report.wallMs)}`);
   return report;
 }
 
-/** The install (the pinned release) upgrades the earlier one: backup, beside, switch, migrations, start, health; chat after. */
-export async function upgradeFromEarlierRelease(world: World, chat: Chat): Promise<Record<string, unknown>> {
+/**
+ * The install (the pinned release) upgrades the earlier one: backup, beside, switch,
+ * the runtime's migrations of the earlier release's databases, start, health. The
+ * answer given on the earlier release is still there, and chat answers.
+ */
+export async function upgradeFromEarlierRelease(world: World, chat: Chat, earlierReply: string): Promise<Record<string, unknown> & { reply: string }> {
   const run = await world.installSh('--catalog --json', {}, 20 * 60_000);
   expect(run.exitCode, `${run.stdout.slice(-3000)}\n${run.stderr.slice(-3000)}`).toBe(0);
   expect(run.json?.ok, run.stdout.slice(-3000)).toBe(true);
@@ -292,22 +309,26 @@ export async function upgradeFromEarlierRelease(world: World, chat: Chat): Promi
   const status = await world.deploy('status --json');
   expect(status.json?.components?.openclaw, status.stdout).toMatchObject({ installed: PINNED, previous: EARLIER_OPENCLAW });
   await healthz(world);
-  const answer = await chat(`answering after the upgrade to ${PINNED}?`);
-  expect(answer.reply).toContain(`answering after the upgrade to ${PINNED}?`);
+  expect(await answersMissing(world, [earlierReply]), 'the answer given on the earlier release, after the upgrade').toEqual([]);
+  const question = `answering after the upgrade to ${PINNED}? ${randomBytes(4).toString('hex')}`;
+  const answer = await chat(question);
+  expect(answer.reply).toContain(question);
   const steps = (run.json.steps as Array<{ id: string; durationMs: number }>).filter((s) => s.durationMs >= 500).map((s) => `${s.id} ${seconds(s.durationMs)}`);
   const report = { wallMs: run.wallMs, upgradeSeconds: run.json.upgrade.seconds, backup: run.json.upgrade.backup, pipelineSteps: steps };
   log(`upgrade ${EARLIER_OPENCLAW} -> ${PINNED} (registry): ${JSON.stringify(report)}`);
-  return report;
+  return { ...report, reply: answer.reply };
 }
 
-/** `service-deploy rollback`: the earlier release and the pre-upgrade state back, answering. */
-export async function rollbackByHand(world: World, chat: Chat): Promise<Record<string, unknown>> {
+/** `service-deploy rollback`: the earlier release and the pre-upgrade state back (the exchange after the upgrade is gone, as documented), answering. */
+export async function rollbackByHand(world: World, chat: Chat, earlierReply: string, laterReply: string): Promise<Record<string, unknown>> {
   const r = await world.deploy('rollback --yes --json', { timeoutMs: 10 * 60_000 });
   expect(r.exitCode, `${r.stdout}\n${r.stderr}`).toBe(0);
   expect(r.json).toMatchObject({ ok: true, mode: 'apply', from: PINNED, to: EARLIER_OPENCLAW });
   expect(await installedVersion(world)).toBe(EARLIER_OPENCLAW);
   expect(await installedVersion(world, '/opt/service-deploy/openclaw-previous')).toBeUndefined();
   await healthz(world);
+  // The pre-upgrade state: what was said before the upgrade is there, what was said after it is not.
+  expect(await answersMissing(world, [earlierReply, laterReply])).toEqual([laterReply]);
   const answer = await chat('answering after the rollback by hand?');
   expect(answer.reply).toContain('answering after the rollback by hand?');
   const report = { wallMs: r.ms, health: r.json.health };

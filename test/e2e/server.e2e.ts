@@ -367,9 +367,10 @@ true`);
 
   if (lifecycle) defaultSuiteStep('9b. upgrades: an earlier release from the registry upgraded to the pinned one, rolled back by hand; an upgrade to a broken build rolls back by itself', 30 * 60_000, async () => {
     const broken = await packBrokenBuild(world);
-    report.earlierRelease = await earlierReleaseInstalled(world, chat);
-    report.upgrade = await upgradeFromEarlierRelease(world, chat);
-    report.rollbackByHand = await rollbackByHand(world, chat);
+    const { reply: earlier, ...installed } = await earlierReleaseInstalled(world, chat);
+    const { reply: later, ...upgraded } = await upgradeFromEarlierRelease(world, chat, earlier);
+    Object.assign(report, { earlierRelease: installed, upgrade: upgraded });
+    report.rollbackByHand = await rollbackByHand(world, chat, earlier, later);
     report.brokenUpgrade = await brokenUpgradeRollsBack(world, chat, broken);
   });
 
