@@ -6,63 +6,83 @@ import { LAYOUT } from '../layout.js';
 import { installedFilesProblem, recordProgramFiles } from '../pipeline/manifest.js';
 import { bytesProgress } from '../pipeline/progress.js';
 import { nodeFiles } from '../runtime/openclaw.js';
+import type { Components } from '../components.js';
+import type { Host } from '../host/index.js';
 
 /** Node's naming of the machine's architecture in its release tarballs. */
 function distArch(): string {
   return process.arch === 'arm64' ? 'arm64' : 'x64';
 }
 
-async function installedNodeVersion(ctx: Parameters<Step['check']>[0]): Promise<string | undefined> {
-  const node = ctx.host.paths.real(`${LAYOUT.nodePrefix}/bin/node`);
-  const result = await ctx.host.exec.run(node, ['--version'], { allowFailure: true, timeoutMs: 20_000 });
+/** What `node --version` of the Node in `prefix` says (without the v), or undefined when it does not run. */
+export async function nodeVersionIn(host: Host, prefix: string): Promise<string | undefined> {
+  const node = host.paths.real(`${prefix}/bin/node`);
+  const result = await host.exec.run(node, ['--version'], { allowFailure: true, timeoutMs: 20_000 });
   return result.exitCode === 0 ? result.stdout.trim().replace(/^v/, '') : undefined;
+}
+
+/**
+ * The pinned Node's release tarball, downloaded into `work` (a private folder) and
+ * checked against SHASUMS256.txt. Returns its real path.
+ */
+export async function downloadNode(host: Host, components: Components, work: string, progress: (what: string) => void = () => undefined): Promise<string> {
+  const version = components.node.version;
+  const file = `node-v${version}-linux-${distArch()}.tar.gz`;
+  const base = `${components.sources.nodeDistUrl}/v${version}`;
+  progress(`downloading ${file}`);
+  const sums = await host.net.request(`${base}/SHASUMS256.txt`, { caFile: components.sources.caFile });
+  if (sums.status !== 200) throw new DeployError(`${base}/SHASUMS256.txt: HTTP ${sums.status}`);
+  const expected = sums.body.split('\n').map((l) => l.trim().split(/\s+/)).find(([, name]) => name === file)?.[0];
+  if (!expected) throw new DeployError(`SHASUMS256.txt for Node ${version} has no entry for ${file}`);
+  const tarball = path.join(work, file);
+  const actual = await host.net.download(`${base}/${file}`, tarball, {
+    caFile: components.sources.caFile,
+    timeoutMs: 120_000,
+    onProgress: (received, total) => progress(`downloading ${file}: ${bytesProgress(received, total)}`),
+  });
+  if (actual !== expected) {
+    throw new DeployError(`checksum mismatch for ${file}: expected ${expected}, got ${actual}`, 'the download was corrupted or tampered with; nothing was installed');
+  }
+  return tarball;
+}
+
+/** Unpacks a Node release tarball into the new folder `dest` (real path), 0755. */
+export async function unpackNode(tarball: string, dest: string): Promise<void> {
+  await fs.mkdir(dest);
+  const tar = await import('tar'); // only when Node is (re)installed: keeps it off every start
+  await tar.x({ file: tarball, cwd: dest, strip: 1 });
+  await fs.chmod(dest, 0o755);
 }
 
 /**
  * Node 24 for the agent runtime, in its own prefix (never the distribution's node):
  * the official release tarball, checked against SHASUMS256.txt, unpacked beside the
- * old prefix and swapped in with a rename.
+ * old prefix and swapped in with a rename. A change of the pinned version on a
+ * deployed server is an upgrade instead (install/upgrade.ts: the old prefix kept for
+ * a rollback); this step installs Node where there is none, or reinstalls a damaged one.
  */
 export const nodeRuntimeStep: Step = {
   id: 'node-runtime',
   title: 'Node.js for the agent runtime',
   async check(ctx) {
     const want = ctx.components.node.version;
-    const have = await installedNodeVersion(ctx);
+    const have = await nodeVersionIn(ctx.host, LAYOUT.nodePrefix);
     // The right version, but the binary changed since it was unpacked: unpack it again.
     const damaged = have === want ? await installedFilesProblem(ctx.host, nodeFiles().required) : undefined;
     if (have === want && !damaged) return { changes: [] };
-    return { changes: [{ target: LAYOUT.nodePrefix, summary: damaged ? `reinstall Node ${want}: ${damaged}` : have ? `Node ${have} -> ${want}` : `install Node ${want}` }] };
+    const upgrade = `Node ${have} -> ${want} (upgrade: verified backup first, the new Node unpacked beside the old one with the global packages and switched in, /healthz; rolled back by itself on any failure)`;
+    return { changes: [{ target: LAYOUT.nodePrefix, summary: damaged ? `reinstall Node ${want}: ${damaged}` : have ? upgrade : `install Node ${want}` }] };
   },
   async apply(ctx) {
     const { host, components } = ctx;
-    const version = components.node.version;
-    const file = `node-v${version}-linux-${distArch()}.tar.gz`;
-    const base = `${components.sources.nodeDistUrl}/v${version}`;
     const prefix = host.paths.real(LAYOUT.nodePrefix);
     // A private temp folder beside the prefix (same filesystem, so the swap is a rename).
     const work = host.paths.real(await host.files.makeTempDir(LAYOUT.nodePrefix));
     try {
-      ctx.progress(`downloading ${file}`);
-      const sums = await host.net.request(`${base}/SHASUMS256.txt`, { caFile: components.sources.caFile });
-      if (sums.status !== 200) throw new DeployError(`${base}/SHASUMS256.txt: HTTP ${sums.status}`);
-      const expected = sums.body.split('\n').map((l) => l.trim().split(/\s+/)).find(([, name]) => name === file)?.[0];
-      if (!expected) throw new DeployError(`SHASUMS256.txt for Node ${version} has no entry for ${file}`);
-      const tarball = path.join(work, file);
-      const actual = await host.net.download(`${base}/${file}`, tarball, {
-        caFile: components.sources.caFile,
-        timeoutMs: 120_000,
-        onProgress: (received, total) => ctx.progress(`downloading ${file}: ${bytesProgress(received, total)}`),
-      });
-      if (actual !== expected) {
-        throw new DeployError(`checksum mismatch for ${file}: expected ${expected}, got ${actual}`, 'the download was corrupted or tampered with; nothing was installed');
-      }
-      ctx.progress(`unpacking ${file}`);
+      const tarball = await downloadNode(host, components, work, ctx.progress);
+      ctx.progress(`unpacking ${path.basename(tarball)}`);
       const unpacked = path.join(work, 'node');
-      await fs.mkdir(unpacked);
-      const tar = await import('tar'); // only when Node is (re)installed: keeps it off every start
-      await tar.x({ file: tarball, cwd: unpacked, strip: 1 });
-      await fs.chmod(unpacked, 0o755);
+      await unpackNode(tarball, unpacked);
       // Swap: the old prefix (with its global packages) goes aside, then away.
       const old = host.paths.real(host.files.tempPathFor(LAYOUT.nodePrefix));
       const hadOld = await fs.stat(prefix).then(() => true, () => false);
@@ -75,7 +95,7 @@ export const nodeRuntimeStep: Step = {
     await recordProgramFiles(host, nodeFiles());
   },
   async verify(ctx) {
-    const have = await installedNodeVersion(ctx);
+    const have = await nodeVersionIn(ctx.host, LAYOUT.nodePrefix);
     if (have !== ctx.components.node.version) throw new Error(`node --version says ${have ?? 'nothing'} after install`);
   },
 };
