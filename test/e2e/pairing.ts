@@ -22,12 +22,11 @@ import { execa } from 'execa';
 import { expect } from 'vitest';
 import { REPO } from '../helpers/binary.js';
 import { ensureOpenClaw, node24Path } from '../helpers/openclaw.js';
-import { log, seconds, type World } from './harness.js';
+import { GATEWAY_PORT, log, seconds, type World } from './harness.js';
 
 const SERVE_SCRIPT = path.join(REPO, 'test', 'e2e', 'scripts', 'mesh-serve.mjs');
 /** What `tailscale serve --bg` publishes: HTTPS on 443 of the server's mesh address. */
 const SERVE_PORT = 443;
-const GATEWAY_PORT = 18789;
 
 export interface MeshDevice {
   /** The request id the device was told when it was refused. */
