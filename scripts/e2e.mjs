@@ -296,6 +296,7 @@ function summary() {
     for (const row of rows) say(line(row));
     for (const r of results.filter((x) => x.job.file.endsWith('server.e2e.ts'))) {
       const t = read(r.job.report);
+      if (t?.quickstart?.walkthrough?.line) say(`${r.job.name}: ${t.quickstart.walkthrough.line}`);
       if (t?.freshInstall?.detail) say(`${r.job.name}: fresh install = our own work ${s(t.freshInstall.oursMs)} + apt/npm ${s(t.freshInstall.downloadsMs)} + install.sh ${s(t.freshInstall.bootstrapMs)}; ${t.freshInstall.detail}`);
       for (const note of t?.notes ?? []) say(`${r.job.name}: ${note}`);
     }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { SKIPPED, placeholders, readQuickstart } from './e2e/quickstart.js';
+import { FROM_OUTPUT, placeholders, readQuickstart } from './e2e/quickstart.js';
 
 // The e2e runs docs/quickstart.md's blocks (test/e2e/quickstart.ts); this catches a doc
 // edit the e2e could not run (a new placeholder, a lost block) in `npm test` already.
@@ -13,12 +13,25 @@ describe('docs/quickstart.md, as the e2e reads it', () => {
     expect(doc.commands.some((c) => c.includes('sudoedit /root/answers.env'))).toBe(true);
   });
 
-  it('every placeholder in a block is mapped or the block is skipped with a reason', () => {
-    for (const block of [...doc.commands, doc.answers]) {
-      if (SKIPPED.some((s) => block.includes(s.placeholder))) continue;
+  it('every placeholder in a block is mapped, or read from what an earlier block printed', () => {
+    for (const [i, block] of [...doc.commands, doc.answers].entries()) {
       let filled = block;
       for (const [k, v] of Object.entries(map)) filled = filled.split(k).join(v);
+      for (const [placeholder, from] of Object.entries(FROM_OUTPUT)) {
+        if (!filled.includes(placeholder)) continue;
+        expect(doc.commands.slice(0, i).some((earlier) => from.source.test(earlier)), `${placeholder} needs an earlier block matching ${from.source}`).toBe(true);
+        filled = filled.split(placeholder).join('x');
+      }
       expect(filled.match(/<[a-z_ -]+>/gi), block).toBeNull();
     }
+  });
+
+  it('the device is paired in its own section, the request id read from `devices list` as printed', () => {
+    const pairing = doc.commands.map((c, i) => ({ c, section: doc.sections[i] })).filter((b) => /service-deploy devices (list|approve)/.test(b.c));
+    expect(pairing.map((b) => b.section)).toEqual(['5. Pair a device', '5. Pair a device']);
+    expect(doc.sections[0]).toBe('2. Gather the answers');
+    // What `service-deploy devices list` prints for a pending request (src/ops/devices.ts).
+    expect(FROM_OUTPUT['<request-id>']!.read('pending  3f2a9c1e-77aa  linux  cli  from 100.101.102.103\napprove one with: ...\n0 paired device(s)\n')).toBe('3f2a9c1e-77aa');
+    expect(FROM_OUTPUT['<request-id>']!.read('no devices waiting for approval\n0 paired device(s)\n')).toBeUndefined();
   });
 });

@@ -21,7 +21,9 @@ export async function listDevices(options: Omit<OpsOptions, 'lines'>): Promise<v
   const pending = parsed.pending ?? [];
   if (pending.length === 0) printLine('no devices waiting for approval');
   for (const p of pending) {
-    printLine(`pending  ${String(p.requestId ?? p.id)}  ${[p.displayName, p.platform, p.clientId].filter((v) => typeof v === 'string').join('  ')}`);
+    // Where the request comes from (the device's mesh address): the operator approves the device they just opened the UI on.
+    const from = typeof p.remoteIp === 'string' ? [`from ${p.remoteIp}`] : [];
+    printLine(`pending  ${String(p.requestId ?? p.id)}  ${[p.displayName, p.platform, p.clientId].filter((v) => typeof v === 'string').concat(from).join('  ')}`);
   }
   if (pending.length > 0) printLine(`approve one with: service-deploy devices approve ${String(pending[0]!.requestId ?? pending[0]!.id)}`);
   printLine(`${(parsed.paired ?? []).length} paired device(s)`);

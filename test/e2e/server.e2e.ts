@@ -19,7 +19,7 @@ import { memoryAfterRestore, memoryAndHeartbeat } from './memory.js';
 import { doctorWarnsLimits, limitsSkippedInContainer, meshPathRefusedEdgePathWorks } from './channel-edge.js';
 import { craftedArchivesOnRealRoot } from './crafted-archives.js';
 import { brokenUpgradeRollsBack, chatTraffic, consistentBackupOnServer, earlierReleaseInstalled, exchangesRestored, packBrokenBuild, restartDuringTurn, rollbackByHand, upgradeFromEarlierRelease } from './lifecycle.js';
-import { QUICKSTART_WORLD, prepareQuickstart, runQuickstart } from './quickstart.js';
+import { QUICKSTART_WORLD, prepareQuickstart, runQuickstart, type QuickstartRun } from './quickstart.js';
 import { systemSnapshot, uninstallLeavesNothing, type SystemSnapshot } from './uninstall.js';
 
 const components = JSON.parse(fs.readFileSync(path.join(REPO, 'templates/components.json'), 'utf8'));
@@ -111,6 +111,7 @@ afterAll(async () => {
   cleanupTempDirs();
   fs.mkdirSync(E2E_CACHE, { recursive: true });
   fs.writeFileSync(path.join(E2E_CACHE, `last-run-${world.suite}.json`), JSON.stringify(report, null, 2) + '\n');
+  if ((report.quickstart as QuickstartRun | undefined)?.walkthrough) log((report.quickstart as QuickstartRun).walkthrough.line);
 }, 5 * 60_000);
 
 describe.sequential(`a partner deploys and operates the agent on a real server (${world.release}, systemd)`, () => {

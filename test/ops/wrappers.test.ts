@@ -4,6 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LAYOUT } from '../../src/layout.js';
 import { makeHealthySandbox, type OpsSandbox } from '../helpers/ops-sandbox.js';
 import { errorEnvelope, jsonOutput } from '../helpers/json-schemas.js';
+import { FROM_OUTPUT } from '../e2e/quickstart.js';
 
 let sb: OpsSandbox;
 beforeEach(async () => {
@@ -64,12 +65,14 @@ describe('gateway wrappers (root user manager env set for the caller)', () => {
 });
 
 describe('devices wrappers', () => {
-  const pending = { pending: [{ requestId: 'req-7f3a', displayName: 'Lisa iPhone', platform: 'ios' }], paired: [] };
+  const pending = { pending: [{ requestId: 'req-7f3a', displayName: 'Lisa iPhone', platform: 'ios', remoteIp: '100.101.102.103' }], paired: [] };
 
   it('list shows pending requests with the approve command; approve moves one to paired', async () => {
     fs.writeFileSync(path.join(sb.state, 'devices.json'), JSON.stringify(pending));
     const list = await sb.run(['devices', 'list']);
-    expect(list.stdout).toMatch(/pending  req-7f3a  Lisa iPhone  ios/);
+    expect(list.stdout).toMatch(/pending  req-7f3a  Lisa iPhone  ios  from 100\.101\.102\.103/);
+    // The e2e runs the quickstart's approve block with the id read from this very output.
+    expect(FROM_OUTPUT['<request-id>']!.read(String(list.stdout))).toBe('req-7f3a');
     expect(list.stdout).toMatch(/service-deploy devices approve req-7f3a/);
     const approve = await sb.run(['devices', 'approve', 'req-7f3a', '--json']);
     expect(approve.exitCode, String(approve.stderr)).toBe(0);
