@@ -104,3 +104,41 @@ describe('the single executable', () => {
     if (kind) expect(kind).toMatch(/aarch64|ARM aarch64/);
   });
 });
+
+describe('the build: chunks loaded on demand', () => {
+  const chunks = () => JSON.parse(fs.readFileSync(path.join(REPO, 'build/chunks.json'), 'utf8')) as Record<string, { imports: string[]; inputs: string[] }>;
+  /** The sources a start loads: `roots` and every chunk they import statically. */
+  const loaded = (graph: ReturnType<typeof chunks>, roots: string[]) => {
+    const closure = new Set<string>();
+    const visit = (name: string) => {
+      if (closure.has(name) || !graph[name]) return;
+      closure.add(name);
+      for (const i of graph[name]!.imports) if (!i.startsWith('lazy ')) visit(i);
+    };
+    for (const root of roots) visit(root);
+    return [...closure].flatMap((name) => graph[name]!.inputs.map((i) => i.split(' ')[1]!));
+  };
+
+  it('--help loads the CLI only: none of the install, doctor, guard, host, zod, tar, JSON5 or partner code', () => {
+    const graph = chunks();
+    const cli = graph['main.js']!.imports.filter((i) => i.startsWith('lazy ')).map((i) => i.slice(5));
+    const inputs = loaded(graph, ['main.js', ...cli]);
+    expect(inputs.some((i) => i.includes('yargs'))).toBe(true);
+    for (const heavy of ['src/steps/', 'src/install/install', 'src/doctor/', 'src/guard/', 'src/host/', 'zod', 'json5', 'tar/', 'libphonenumber', 'src/partner/', 'execa', 'listr2']) {
+      expect(inputs.filter((i) => i.includes(heavy)), heavy).toEqual([]);
+    }
+  });
+
+  it("zod's locales are not bundled (a namespace import lets the bundler drop what is unused)", () => {
+    const inputs = Object.values(chunks()).flatMap((chunk) => chunk.inputs);
+    expect(inputs.filter((i) => i.includes('zod/v4/locales/') && !i.includes('locales/en.js'))).toEqual([]);
+  });
+
+  it('an error class thrown in one chunk is recognised in another (one module instance): exit 2, no "Internal error"', async () => {
+    // Raised in the answers' chunk (loaded by render), judged by the CLI's chunk.
+    const result = await runBinary(['render', 'cron'], { env: cleanEnv({ SERVICE_DEPLOY_ROOT: tempDir() }) });
+    expect(result.exitCode).toBe(2);
+    expect(result.stderr).toMatch(/^Error: missing answers/);
+    expect(result.stderr).not.toContain('Internal error');
+  });
+});

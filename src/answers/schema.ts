@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { environmentProblems } from '../environment.js';
 import { UsageError } from '../errors.js';
 import { MAX_MODEL_ID_LENGTH, MODEL_ID, textProblem } from '../input.js';

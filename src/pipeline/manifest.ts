@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod';
 import type { Owner } from '../host/files.js';
 import { ROOT_OWNER } from '../host/files.js';
 import type { Host } from '../host/index.js';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import type { Host } from '../host/index.js';
 import { LAYOUT } from '../layout.js';
 import { writeRecorded } from './files.js';
