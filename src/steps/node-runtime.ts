@@ -11,10 +11,49 @@ function distArch(): string {
   return process.arch === 'arm64' ? 'arm64' : 'x64';
 }
 
-async function installedNodeVersion(ctx: Parameters<Step['check']>[0]): Promise<string | undefined> {
-  const node = ctx.host.paths.real(`${LAYOUT.nodePrefix}/bin/node`);
-  const result = await ctx.host.exec.run(node, ['--version'], { allowFailure: true, timeoutMs: 20_000 });
+type Ctx = Parameters<Step['check']>[0];
+const NODE_BIN = `${LAYOUT.nodePrefix}/bin/node`;
+
+/** What `node --version` says (v stripped), or undefined when it does not run. */
+async function runNodeVersion(ctx: Ctx): Promise<string | undefined> {
+  const result = await ctx.host.exec.run(ctx.host.paths.real(NODE_BIN), ['--version'], { allowFailure: true, timeoutMs: 20_000 });
   return result.exitCode === 0 ? result.stdout.trim().replace(/^v/, '') : undefined;
+}
+
+/**
+ * The identity of a file: device, inode, size, modification and change times (ns).
+ * The change time cannot be set back by anyone: any write, rename over, chmod or chown
+ * of the file, and any other file put in its place, gives another identity.
+ */
+async function fileIdentity(realPath: string): Promise<string | undefined> {
+  const st = await fs.stat(realPath, { bigint: true }).catch(() => undefined);
+  return st && [st.dev, st.ino, st.size, st.mtimeNs, st.ctimeNs].join(':');
+}
+
+/**
+ * The installed Node's version. `node --version` is run once per binary: its answer is
+ * kept in LAYOUT.nodeStamp with the binary's identity, and while the binary is that very
+ * file the stamp answers (a re-run spawns no process for it). `stamped` false: the answer
+ * came from running it (no stamp, or another file than the one stamped).
+ */
+async function installedNode(ctx: Ctx): Promise<{ version?: string; stamped: boolean }> {
+  const [identity, stamp] = await Promise.all([fileIdentity(ctx.host.paths.real(NODE_BIN)), ctx.host.files.read(LAYOUT.nodeStamp)]);
+  if (identity === undefined) return { stamped: false };
+  try {
+    const recorded = JSON.parse(stamp ?? 'null') as { identity?: unknown; version?: unknown } | null;
+    if (recorded?.identity === identity && typeof recorded.version === 'string') return { version: recorded.version, stamped: true };
+  } catch {
+    // an unreadable stamp: run the binary
+  }
+  return { version: await runNodeVersion(ctx), stamped: false };
+}
+
+/** Runs the installed binary; when it says `want`, stamps that very file (see installedNode). */
+async function verifyAndStamp(ctx: Ctx, want: string): Promise<void> {
+  const identity = await fileIdentity(ctx.host.paths.real(NODE_BIN));
+  const have = await runNodeVersion(ctx);
+  if (have !== want) throw new Error(`node --version says ${have ?? 'nothing'} after install`);
+  await ctx.host.files.write(LAYOUT.nodeStamp, `${JSON.stringify({ identity, version: have })}\n`, { mode: 0o600 });
 }
 
 /**
@@ -27,14 +66,18 @@ export const nodeRuntimeStep: Step = {
   title: 'Node.js for the agent runtime',
   async check(ctx) {
     const want = ctx.components.node.version;
-    const have = await installedNodeVersion(ctx);
+    const { version: have, stamped } = await installedNode(ctx);
     // The right version, but the binary changed since it was unpacked: unpack it again.
     const damaged = have === want ? await installedFilesProblem(ctx.host, nodeFiles().required) : undefined;
-    if (have === want && !damaged) return { changes: [] };
+    if (have === want && !damaged && stamped) return { changes: [] };
+    // The right Node, run and checked just now but not stamped yet (installed by an older
+    // service-deploy, or put back by a restore): only the stamp is written.
+    if (have === want && !damaged) return { changes: [{ target: LAYOUT.nodeStamp, summary: `record the verified Node ${want} binary` }], data: 'stamp' };
     return { changes: [{ target: LAYOUT.nodePrefix, summary: damaged ? `reinstall Node ${want}: ${damaged}` : have ? `Node ${have} -> ${want}` : `install Node ${want}` }] };
   },
-  async apply(ctx) {
+  async apply(ctx, plan) {
     const { host, components } = ctx;
+    if (plan.data === 'stamp') return verifyAndStamp(ctx, components.node.version);
     const version = components.node.version;
     const file = `node-v${version}-linux-${distArch()}.tar.gz`;
     const base = `${components.sources.nodeDistUrl}/v${version}`;
@@ -68,9 +111,10 @@ export const nodeRuntimeStep: Step = {
       await fs.rm(work, { recursive: true, force: true });
     }
     await recordProgramFiles(host, nodeFiles());
+    await verifyAndStamp(ctx, version);
   },
   async verify(ctx) {
-    const have = await installedNodeVersion(ctx);
+    const have = await runNodeVersion(ctx);
     if (have !== ctx.components.node.version) throw new Error(`node --version says ${have ?? 'nothing'} after install`);
   },
 };
