@@ -9,7 +9,7 @@ import { REPO } from './helpers/binary.js';
  * "no cycle between folders" below.
  */
 const LAYERS: ReadonlyArray<readonly [string, readonly string[]]> = [
-  ['entry', ['main.ts', 'cli.ts']],
+  ['entry', ['main.ts', 'cli.ts', 'bare.ts']],
   ['commands', ['commands/']],
   ['orchestration', ['install/', 'doctor/', 'ops/']],
   ['enforcement', ['guard/']],

@@ -129,6 +129,15 @@ describe('the build: chunks loaded on demand', () => {
     }
   });
 
+  it('a bare guard, doctor or status (src/bare.ts) loads no CLI parser', () => {
+    const graph = chunks();
+    const bare = Object.keys(graph).find((name) => name.startsWith('bare-'));
+    expect(bare, 'a chunk for src/bare.ts').toBeDefined();
+    const inputs = loaded(graph, ['main.js', bare!]);
+    expect(inputs).toContain('src/bare.ts');
+    expect(inputs.filter((i) => /yargs|cliui|src\/cli\.ts/.test(i))).toEqual([]);
+  });
+
   it("zod's locales are not bundled (a namespace import lets the bundler drop what is unused)", () => {
     const inputs = Object.values(chunks()).flatMap((chunk) => chunk.inputs);
     expect(inputs.filter((i) => i.includes('zod/v4/locales/') && !i.includes('locales/en.js'))).toEqual([]);
