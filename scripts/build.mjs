@@ -44,13 +44,14 @@ const only = process.argv.includes('--native') ? hostArch : process.env.SERVICE_
 fs.mkdirSync(build, { recursive: true });
 fs.mkdirSync(dist, { recursive: true });
 
-/** Build-time shims (see scripts/shims/): a lazy `string-width`, a narrowed `@inquirer/prompts`. */
+/** Build-time shims (see scripts/shims/): a lazy `string-width`, a narrowed `@inquirer/prompts`, listr2's task ids without node:crypto. */
 const startupShims = {
   name: 'startup-shims',
   setup(b) {
     b.onResolve({ filter: /^string-width$/ }, () => ({ path: path.join(repo, 'scripts/shims/string-width.cjs') }));
     b.onResolve({ filter: /^string-width-real$/ }, () => ({ path: path.join(repo, 'node_modules/string-width/index.js') }));
     b.onResolve({ filter: /^@inquirer\/prompts$/ }, () => ({ path: path.join(repo, 'scripts/shims/inquirer-prompts.mjs') }));
+    b.onResolve({ filter: /^(node:)?crypto$/ }, (args) => (/[\\/]node_modules[\\/]listr2[\\/]/.test(args.importer) ? { path: path.join(repo, 'scripts/shims/listr2-crypto.cjs') } : undefined));
   },
 };
 
@@ -115,6 +116,10 @@ async function bundle() {
   // that names import.meta.url gets it defined first. The banner's first line is a
   // comment that the loader's wrapper shares, so the code's lines are the map's lines.
   const chunks = fs.readdirSync(esmDir).filter((name) => name.endsWith('.js')).map((name) => path.join(esmDir, name));
+  // Under our package.json ("type": "module") esbuild would give an import() between the
+  // chunks Node's CommonJS interop (`default` = the whole module.exports): the chunks are
+  // ES modules turned into CommonJS, whose `default` is their default export.
+  fs.writeFileSync(path.join(esmDir, 'package.json'), '{ "type": "commonjs" }\n');
   const needsUrl = (file) => fs.readFileSync(file, 'utf8').includes('__import_meta_url');
   const comment = '// service-deploy chunk (scripts/sea-main.cjs)';
   for (const [entryPoints, banner] of [

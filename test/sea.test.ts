@@ -138,6 +138,14 @@ describe('the build: chunks loaded on demand', () => {
     expect(inputs.filter((i) => /yargs|cliui|src\/cli\.ts/.test(i))).toEqual([]);
   });
 
+  it("an import() between chunks keeps ES module semantics: `default` is the default export, not Node's CommonJS interop", () => {
+    // esbuild marks a CommonJS-interop import() with a second argument 1 (`__toESM(require("./x.js"), 1)`):
+    // listr2's `(await import('wrap-ansi')).default` then got the module object and the terminal renderer failed.
+    const dir = path.join(REPO, 'build/chunks');
+    const interop = fs.readdirSync(dir).filter((name) => name.endsWith('.js') && /\(require\("\.\/[\w.-]+\.js"\),1\)/.test(fs.readFileSync(path.join(dir, name), 'utf8')));
+    expect(interop).toEqual([]);
+  });
+
   it("zod's locales are not bundled (a namespace import lets the bundler drop what is unused)", () => {
     const inputs = Object.values(chunks()).flatMap((chunk) => chunk.inputs);
     expect(inputs.filter((i) => i.includes('zod/v4/locales/') && !i.includes('locales/en.js'))).toEqual([]);
