@@ -3,6 +3,7 @@ import path from 'node:path';
 import { DeployError } from '../errors.js';
 import type { Step } from '../pipeline/step.js';
 import { LAYOUT } from '../layout.js';
+import { writeRecorded } from '../pipeline/files.js';
 import { installedFilesProblem, recordProgramFiles } from '../pipeline/manifest.js';
 import { nodeFiles } from '../runtime/openclaw.js';
 
@@ -53,7 +54,7 @@ async function verifyAndStamp(ctx: Ctx, want: string): Promise<void> {
   const identity = await fileIdentity(ctx.host.paths.real(NODE_BIN));
   const have = await runNodeVersion(ctx);
   if (have !== want) throw new Error(`node --version says ${have ?? 'nothing'} after install`);
-  await ctx.host.files.write(LAYOUT.nodeStamp, `${JSON.stringify({ identity, version: have })}\n`, { mode: 0o600 });
+  await writeRecorded(ctx.host, LAYOUT.nodeStamp, `${JSON.stringify({ identity, version: have })}\n`, { mode: 0o600 });
 }
 
 /**
