@@ -17,7 +17,7 @@ const LAYERS: ReadonlyArray<readonly [string, readonly string[]]> = [
   ['pipeline', ['pipeline/']],
   ['domain', ['answers/', 'config/', 'runtime/', 'channel/', 'partner/', 'render/']],
   ['host', ['host/']],
-  ['foundation', ['profile.ts', 'profile-values.ts', 'components.ts', 'assets.ts', 'layout.ts', 'errors.ts', 'output.ts', 'version.ts', 'input.ts', 'environment.ts', 'stack.ts', 'json/']],
+  ['foundation', ['profile.ts', 'profile-values.ts', 'components.ts', 'assets.ts', 'layout.ts', 'errors.ts', 'output.ts', 'version.ts', 'input.ts', 'environment.ts', 'stack.ts', 'zod.ts', 'json/']],
 ];
 
 /** Folders that are reached only through their index.ts (one door). */
