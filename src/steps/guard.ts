@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash } from '../host/crypto.js';
 import fs from 'node:fs/promises';
 import { isSingleExecutable } from '../assets.js';
 import type { Change, Step } from '../pipeline/step.js';
