@@ -44,10 +44,19 @@ const only = process.argv.includes('--native') ? hostArch : process.env.SERVICE_
 fs.mkdirSync(build, { recursive: true });
 fs.mkdirSync(dist, { recursive: true });
 
-/** Build-time shims (see scripts/shims/): a lazy `string-width`, a narrowed `@inquirer/prompts`, listr2's task ids without node:crypto. */
+/**
+ * Build-time shims (see scripts/shims/): a lazy `string-width`, a plain-text fast
+ * `wrap-ansi`, a narrowed `@inquirer/prompts`, listr2's task ids without node:crypto,
+ * and for yargs only a two-function `assert` and an `escalade/sync` that finds nothing.
+ */
 const startupShims = {
   name: 'startup-shims',
   setup(b) {
+    const inYargs = (args) => /[\\/]node_modules[\\/]yargs[\\/]/.test(args.importer);
+    b.onResolve({ filter: /^(node:)?assert$/ }, (args) => (inYargs(args) ? { path: path.join(repo, 'scripts/shims/assert.cjs') } : undefined));
+    b.onResolve({ filter: /^escalade\/sync$/ }, (args) => (inYargs(args) ? { path: path.join(repo, 'scripts/shims/escalade-sync.cjs') } : undefined));
+    b.onResolve({ filter: /^wrap-ansi$/ }, () => ({ path: path.join(repo, 'scripts/shims/wrap-ansi.mjs') }));
+    b.onResolve({ filter: /^wrap-ansi-real$/ }, () => ({ path: path.join(repo, 'node_modules/wrap-ansi/index.js') }));
     b.onResolve({ filter: /^string-width$/ }, () => ({ path: path.join(repo, 'scripts/shims/string-width.cjs') }));
     b.onResolve({ filter: /^string-width-real$/ }, () => ({ path: path.join(repo, 'node_modules/string-width/index.js') }));
     b.onResolve({ filter: /^@inquirer\/prompts$/ }, () => ({ path: path.join(repo, 'scripts/shims/inquirer-prompts.mjs') }));

@@ -1,6 +1,7 @@
 import { execa } from 'execa';
 import fs from 'node:fs';
 import path from 'node:path';
+import * as esbuild from 'esbuild';
 import { describe, expect, it } from 'vitest';
 import { BINARY, NODE24, REPO, cleanEnv, requireBinary, runBinary } from './helpers/binary.js';
 import { tempDir } from './helpers/tmp.js';
@@ -157,5 +158,30 @@ describe('the build: chunks loaded on demand', () => {
     expect(result.exitCode).toBe(2);
     expect(result.stderr).toMatch(/^Error: missing answers/);
     expect(result.stderr).not.toContain('Internal error');
+  });
+
+  it('the wrap-ansi shim lays out plain text exactly like wrap-ansi, and hands anything else to it', async () => {
+    const out = path.join(tempDir(), 'shim.mjs');
+    await esbuild.build({
+      stdin: { contents: "export { default as shim } from './scripts/shims/wrap-ansi.mjs'; export { default as real } from 'wrap-ansi';", resolveDir: REPO },
+      bundle: true,
+      format: 'esm',
+      platform: 'node',
+      outfile: out,
+      logLevel: 'error',
+      plugins: [{ name: 'real', setup: (b) => b.onResolve({ filter: /^wrap-ansi-real$/ }, () => ({ path: path.join(REPO, 'node_modules/wrap-ansi/index.js') })) }],
+    });
+    const { shim, real } = (await import(out)) as Record<'shim' | 'real', (s: string, c: number, o?: object) => string>;
+    let seed = 42;
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    const alphabet = 'abc defgh  ijklmnopq--rstuv.wxyz\n';
+    for (let n = 0; n < 3000; n++) {
+      const text = Array.from({ length: Math.floor(random() * 120) }, () => alphabet[Math.floor(random() * alphabet.length)]).join('');
+      const columns = 1 + Math.floor(random() * 40);
+      const options = [{}, { hard: true }, { trim: false }, { hard: true, trim: false }, { wordWrap: false }, { hard: true, wordWrap: false, trim: false }][n % 6];
+      expect(shim(text, columns, options), JSON.stringify({ text, columns, options })).toBe(real(text, columns, options));
+    }
+    expect(shim('\u001B[31mred text\u001B[39m and more', 8)).toBe(real('\u001B[31mred text\u001B[39m and more', 8));
+    expect(shim('Grüße aus Köln und 日本語', 6, { hard: true })).toBe(real('Grüße aus Köln und 日本語', 6, { hard: true }));
   });
 });
