@@ -186,6 +186,9 @@ function buildTarget({ arch, strip }) {
   }
   const versionFile = path.join(build, 'version.txt');
   fs.writeFileSync(versionFile, pkg.version);
+  // The top-level help as printed to a pipe: the loader answers a bare --help with it.
+  const helpFile = path.join(build, 'help.txt');
+  execFileSync(process.execPath, [path.join(repo, 'scripts/help-text.cjs'), chunksDir, helpFile], { stdio: ['ignore', 'ignore', 'inherit'] });
   const config = {
     ...base,
     main: path.join(repo, base.main),
@@ -195,6 +198,7 @@ function buildTarget({ arch, strip }) {
     assets: {
       ...Object.fromEntries(templates.map((name) => [`templates/${name}`, path.join(repo, 'templates', name)])),
       'version.txt': versionFile,
+      'help.txt': helpFile,
       ...Object.fromEntries(chunks.flatMap((name) => [`chunks/${name}`, `chunks/${name}.map`].map((asset) => [asset, path.join(chunksDir, path.basename(asset))]))),
       ...Object.fromEntries(
         chunks.filter((name) => fs.existsSync(path.join(caches, `${name}.cache`))).map((name) => [`chunks/${name}.cache`, path.join(caches, `${name}.cache`)]),

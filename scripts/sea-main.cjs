@@ -6,7 +6,10 @@
 // program), and evaluated once: one module instance per chunk, so `instanceof` of our
 // error classes holds across chunks. A start thus reads, deserializes and runs only
 // what its command needs. A cache from another V8 (a cross-built binary has none) is
-// ignored by V8, not an error. `--version` is answered before any of that.
+// ignored by V8, not an error. `--version` is answered before any of that, and so is
+// a bare `--help` wherever the program would print it at its full width of 100
+// columns (a pipe, or a terminal that wide): the build saved that text
+// (scripts/help-text.cjs); a narrower terminal gets it from the program, wrapped to fit.
 //
 // scripts/code-cache.cjs requires this file outside a single executable to compile the
 // chunks exactly as here (same wrapper, same options): a cache only fits its source.
@@ -67,6 +70,13 @@ if (!sea.isSea()) {
   const args = process.argv.slice(2);
   if (args.length === 1 && (args[0] === '--version' || args[0] === '-V')) {
     process.stdout.write(`${sea.getAsset('version.txt', 'utf8')}\n`);
+  } else if (args.length === 1 && (args[0] === '--help' || args[0] === '-h') && !(process.stdout.isTTY && process.stdout.columns > 0 && process.stdout.columns < 100)) {
+    // `--help | head -1` closes the pipe early: end quietly, as the program does.
+    process.stdout.on('error', (error) => {
+      if (error.code === 'EPIPE') process.exit(0);
+      throw error;
+    });
+    process.stdout.write(sea.getAsset('help.txt', 'utf8'));
   } else {
     const loader = createLoader(
       (name) => sea.getAsset(`chunks/${name}`, 'utf8'),

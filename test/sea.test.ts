@@ -87,6 +87,21 @@ describe('the single executable', () => {
     }
   });
 
+  it("a bare --help comes from the text the build saved: the same as the program's own, and a narrow terminal still gets it wrapped to fit", async () => {
+    const saved = await runBinary(['--help']);
+    // Any other argument goes through the CLI parser; --verbose changes nothing in the help.
+    const parsed = await runBinary(['--help', '--verbose']);
+    expect(saved.exitCode).toBe(0);
+    expect(saved.stdout).toBe(parsed.stdout);
+    expect((await runBinary(['-h'])).stdout).toBe(parsed.stdout);
+    // On an 80-column terminal the program wraps its help to 80 columns.
+    const narrow = await execa('script', ['-qc', `stty cols 80; "${BINARY}" --help`, '/dev/null'], { env: cleanEnv(), extendEnv: false, reject: false });
+    const lines = narrow.stdout.replaceAll('\r', '').split('\n');
+    expect(lines.length, narrow.stdout).toBeGreaterThan(parsed.stdout.split('\n').length);
+    expect(Math.max(...lines.map((l) => l.length))).toBeLessThanOrEqual(80);
+    expect(lines.join('\n')).toContain('Exit codes: 0 done');
+  });
+
   it('exits 2 with a hint on an unknown flag', async () => {
     const result = await runBinary(['--no-such-flag']);
     expect(result.exitCode).toBe(2);
