@@ -1,3 +1,4 @@
+import { statSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { DeployError } from '../errors.js';
@@ -27,8 +28,12 @@ async function runNodeVersion(ctx: Ctx): Promise<string | undefined> {
  * of the file, and any other file put in its place, gives another identity.
  */
 async function fileIdentity(realPath: string): Promise<string | undefined> {
-  const st = await fs.stat(realPath, { bigint: true }).catch(() => undefined);
-  return st && [st.dev, st.ino, st.size, st.mtimeNs, st.ctimeNs].join(':');
+  try {
+    const st = statSync(realPath, { bigint: true }); // synchronous: see Files.read
+    return [st.dev, st.ino, st.size, st.mtimeNs, st.ctimeNs].join(':');
+  } catch {
+    return undefined;
+  }
 }
 
 /**
