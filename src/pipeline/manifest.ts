@@ -115,9 +115,19 @@ export interface ManifestRead {
   missing?: boolean;
 }
 
+/** The last manifest text parsed and what it gave: several steps and checks read the same file in one run. */
+let lastParsed: { text: string; read: ManifestRead } | undefined;
+
 export async function readManifest(host: Host): Promise<ManifestRead> {
   const text = await host.files.read(LAYOUT.manifestFile);
   if (text === undefined) return { missing: true, problem: `${LAYOUT.manifestFile} is missing` };
+  // The same text parses to the same entries (their objects are never changed, only replaced in a copy of the map).
+  if (lastParsed?.text !== text) lastParsed = { text, read: parseManifest(text) };
+  const { read } = lastParsed;
+  return read.entries ? { ...read, entries: new Map(read.entries) } : read;
+}
+
+function parseManifest(text: string): ManifestRead {
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
