@@ -43,15 +43,25 @@ async function fileIdentity(realPath: string): Promise<string | undefined> {
  * came from running it (no stamp, or another file than the one stamped).
  */
 async function installedNode(ctx: Ctx): Promise<{ version?: string; stamped: boolean }> {
-  const [identity, stamp] = await Promise.all([fileIdentity(ctx.host.paths.real(NODE_BIN)), ctx.host.files.read(LAYOUT.nodeStamp)]);
-  if (identity === undefined) return { stamped: false };
+  const stamped = await stampedNodeVersion(ctx.host);
+  if (stamped !== undefined) return { version: stamped, stamped: true };
+  return { version: await runNodeVersion(ctx), stamped: false };
+}
+
+/**
+ * The version the installed Node printed when the install verified it, while the binary
+ * is still that very file (see installedNode); undefined otherwise: run it. Read-only.
+ */
+export async function stampedNodeVersion(host: Ctx['host']): Promise<string | undefined> {
+  const [identity, stamp] = await Promise.all([fileIdentity(host.paths.real(NODE_BIN)), host.files.read(LAYOUT.nodeStamp)]);
+  if (identity === undefined) return undefined;
   try {
     const recorded = JSON.parse(stamp ?? 'null') as { identity?: unknown; version?: unknown } | null;
-    if (recorded?.identity === identity && typeof recorded.version === 'string') return { version: recorded.version, stamped: true };
+    if (recorded?.identity === identity && typeof recorded.version === 'string') return recorded.version;
   } catch {
     // an unreadable stamp: run the binary
   }
-  return { version: await runNodeVersion(ctx), stamped: false };
+  return undefined;
 }
 
 /** Runs the installed binary; when it says `want`, stamps that very file (see installedNode). */
