@@ -55,6 +55,7 @@ describe("node-runtime: the install's stamp stands for running the very binary i
   };
 
   it('with a stamp of this very binary, doctor runs no node; with none, it runs it', async () => {
+    fs.rmSync(path.join(sb.root, LAYOUT.nodeStamp));
     expect((await check('node-runtime')).status).toBe('pass');
     expect(nodeRuns()).toBe(1);
     sb.clearCalls();
