@@ -179,8 +179,9 @@ function buildTarget({ arch, strip }) {
   const caches = path.join(build, `code-cache-${arch}`);
   fs.rmSync(caches, { recursive: true, force: true });
   if (base.useCodeCache && arch === hostArch) {
-    // Made by the same Node (V8) as the target: a cache is only valid for the V8 that made it.
-    execFileSync(nodeBinary(arch).binary, [path.join(repo, 'scripts/code-cache.cjs'), chunksDir, caches], {
+    // Made by the same Node (V8) as the target, with the binary's V8 flags: a cache is only
+    // valid for the V8 (and the code-generation flags) that made it.
+    execFileSync(nodeBinary(arch).binary, [...(base.execArgv ?? []), path.join(repo, 'scripts/code-cache.cjs'), chunksDir, caches], {
       stdio: ['ignore', 'ignore', 'inherit'],
     });
   }
