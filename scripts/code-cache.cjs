@@ -3,8 +3,9 @@
 // start it, with output discarded, in a throwaway sandbox root with no commands on PATH,
 // and saves one V8 code cache per chunk, holding every function those runs compiled.
 //   usage: code-cache.cjs CHUNKS_DIR OUT_DIR
-// The runs, one after the other (each on fresh module instances):
-//   --help                 the CLI and its help
+// The runs, one after the other (each on fresh module instances); not --help, which the
+// loader answers from saved text (a cache holding the help's layout code would only be
+// read, and paid for, by every other start):
 //   install --check        with answers in the environment: every step's check starts
 //                          (they start together) and fails fast on the empty machine;
 //                          also with --json (the document's schema)
@@ -18,7 +19,6 @@ const vm = require('node:vm');
 const { createLoader } = require('./sea-main.cjs');
 
 const RUNS = [
-  ['--help'],
   ['install', '--check', '--non-interactive', '--customer-name', 'Code Cache'],
   ['install', '--check', '--non-interactive', '--customer-name', 'Code Cache', '--json'],
   ['doctor'],
