@@ -230,7 +230,8 @@ try {
   cleanLeftovers();
   const env = { ...process.env, PATH: `${path.join(repo, 'node_modules', '.bin')}:${process.env.PATH}` };
   // The signed release the e2e serves (docs/release.md): a --native build has no .xz.
-  if (!['install.sh', 'SHA256SUMS.sig', `service-deploy-linux-${arch}.xz`].every((f) => fs.existsSync(path.join(repo, 'dist', f)))) {
+  // E2E_DIST names another build's folder: served as it is, never rebuilt here.
+  if (!process.env.E2E_DIST && !['install.sh', 'SHA256SUMS.sig', `service-deploy-linux-${arch}.xz`].every((f) => fs.existsSync(path.join(repo, 'dist', f)))) {
     say('dist/ has no complete release: npm run build');
     execFileSync('npm', ['run', 'build'], { cwd: repo, stdio: 'inherit', env });
   }

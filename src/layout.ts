@@ -86,6 +86,10 @@ export const LAYOUT = {
   openclawPrevious: '/opt/service-deploy/openclaw-previous',
   /** npm prefix an upgrade installs the new OpenClaw into before it is switched in. */
   openclawNext: '/opt/service-deploy/openclaw-next',
+  /** The Node prefix an upgrade of the pinned Node replaced (with its global packages), kept whole for `service-deploy rollback`. */
+  nodePrevious: '/opt/service-deploy/node-previous',
+  /** Where an upgrade unpacks the new Node (and copies the global packages) before it is switched in. */
+  nodeNext: '/opt/service-deploy/node-next',
   /** What the last upgrade did (versions, backup, outcome): status and rollback read it. */
   upgradeRecord: '/opt/service-deploy/upgrade.json',
 } as const;

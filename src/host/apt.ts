@@ -53,19 +53,40 @@ export async function installedPackages(host: Host): Promise<Set<string>> {
  * apt-get install with apt's own lock wait (DPkg::Lock::Timeout) as a second line of
  * defence behind the package-lock step. Signatures are checked by apt itself.
  * Returns the packages this run added (those asked for and their dependencies), which
- * the install records so that `uninstall` removes exactly those.
+ * the install records so that `uninstall` removes exactly those. `progress` hears what
+ * apt is doing: its machine-readable status (APT::Status-Fd, whatever -qq says) turned
+ * into `apt-get install: 43% Unpacking nginx`.
  */
-export async function aptInstall(host: Host, names: readonly string[], lockTimeoutSeconds: number): Promise<string[]> {
+export async function aptInstall(host: Host, names: readonly string[], lockTimeoutSeconds: number, progress?: (text: string) => void): Promise<string[]> {
   const lock = [`-o`, `DPkg::Lock::Timeout=${Math.max(1, Math.round(lockTimeoutSeconds))}`];
   const before = await installedPackages(host);
-  await host.exec.run('apt-get', [...lock, 'update', '-qq'], { env: APT_ENV, inherit: NETWORK_ENV, timeoutMs: 15 * 60_000 });
-  await host.exec.run('apt-get', [...lock, 'install', '-y', '-qq', '--no-install-recommends', ...names], {
-    env: APT_ENV,
-    inherit: NETWORK_ENV,
-    timeoutMs: 30 * 60_000,
-  });
+  const run = (action: string, args: string[], timeoutMs: number) => {
+    progress?.(`apt-get ${action}`);
+    return host.exec.run('apt-get', [...lock, ...(progress ? ['-o', 'APT::Status-Fd=1'] : []), ...args], {
+      env: APT_ENV,
+      inherit: NETWORK_ENV,
+      timeoutMs,
+      onOutputLine:
+        progress &&
+        ((line) => {
+          const status = aptStatus(line);
+          if (status) progress(`apt-get ${action}: ${status}`);
+        }),
+    });
+  };
+  await run('update', ['update', '-qq'], 15 * 60_000);
+  await run('install', ['install', '-y', '-qq', '--no-install-recommends', ...names], 30 * 60_000);
   const after = await installedPackages(host);
   return [...after].filter((p) => !before.has(p)).sort();
+}
+
+/**
+ * One line of apt's Status-Fd output as progress: `pmstatus:nginx:42.8571:Unpacking nginx`
+ * -> `43% Unpacking nginx` (dlstatus: the downloads); other lines -> undefined.
+ */
+export function aptStatus(line: string): string | undefined {
+  const match = /^(?:dl|pm)status:[^:]*:(\d+(?:\.\d+)?):(.*)$/.exec(line.trim());
+  return match ? `${Math.round(Number(match[1]))}% ${match[2]!.trim()}` : undefined;
 }
 
 /** What `apt-get purge NAMES` would remove (apt's own simulation): the names and anything depending on them. */

@@ -1,6 +1,7 @@
 import { execa } from 'execa';
 import { accessSync, constants } from 'node:fs';
 import path from 'node:path';
+import { StringDecoder } from 'node:string_decoder';
 import { CommandError } from '../errors.js';
 import type { Logger } from './log.js';
 import type { Redactor } from './redact.js';
@@ -21,6 +22,8 @@ export interface RunOptions {
   timeoutMs?: number;
   /** Return the result instead of throwing on a non-zero exit. */
   allowFailure?: boolean;
+  /** Each line of output (stdout and stderr, secrets masked) as it arrives: progress of long work. */
+  onOutputLine?: (line: string) => void;
 }
 
 export interface RunResult {
@@ -87,7 +90,7 @@ export class Exec {
     }
     const shown = [command, ...args].map(quoteForLog).join(' ');
     this.log.debug(`run: ${shown}`);
-    const result = await execa(command, args, {
+    const subprocess = execa(command, args, {
       input: options.input,
       env,
       extendEnv: false,
@@ -98,6 +101,12 @@ export class Exec {
       encoding: 'utf8',
       stdin: options.input === undefined ? 'ignore' : 'pipe',
     });
+    const { onOutputLine } = options;
+    if (onOutputLine) {
+      // A listener beside execa's own (it collects the output from the same events).
+      for (const stream of [subprocess.stdout, subprocess.stderr]) stream?.on('data', lineSplitter((line) => onOutputLine(this.redactor.redact(line))));
+    }
+    const result = await subprocess;
     const out: RunResult = {
       command: shown,
       exitCode: result.exitCode ?? -1,
@@ -139,6 +148,17 @@ export class Exec {
     }
     return undefined;
   }
+}
+
+/** Calls `onLine` for every complete, non-blank line of a stream's chunks (a last unfinished line is dropped). */
+export function lineSplitter(onLine: (line: string) => void): (chunk: Buffer | string) => void {
+  let partial = '';
+  const decoder = new StringDecoder('utf8'); // a character split between two chunks stays whole
+  return (chunk) => {
+    const parts = (partial + (typeof chunk === 'string' ? chunk : decoder.write(chunk))).split(/\r\n|\n|\r/);
+    partial = parts.pop() ?? '';
+    for (const line of parts) if (line.trim()) onLine(line);
+  };
 }
 
 function quoteForLog(arg: string): string {

@@ -250,6 +250,16 @@ export class Files {
   }
 
   /**
+   * Copies the file, link or folder tree at `from` to `to`, which must not exist: modes
+   * and times kept, links copied as links (never followed, their targets as written).
+   * For program trees moved between prefixes (a Node upgrade carries the global
+   * packages into the new prefix).
+   */
+  async copyTree(from: string, to: string): Promise<void> {
+    await fs.cp(this.real(from), this.real(to), { recursive: true, verbatimSymlinks: true, preserveTimestamps: true, errorOnExist: true, force: false });
+  }
+
+  /**
    * Removes the temp files and folders in `dirs` whose maker is gone (killed, crashed),
    * and earlier versions' temp files once they are old. Returns what was removed.
    */

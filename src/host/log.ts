@@ -10,6 +10,7 @@ export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
  */
 export class Logger {
   private fd: number | undefined;
+  private console: ((line: string) => boolean) | undefined;
 
   constructor(
     private readonly redactor: Redactor,
@@ -20,6 +21,15 @@ export class Logger {
   attachFile(realPath: string): void {
     this.fd = fs.openSync(realPath, fs.constants.O_WRONLY | fs.constants.O_APPEND | fs.constants.O_CREAT, 0o600);
     fs.fchmodSync(this.fd, 0o600);
+  }
+
+  /**
+   * While a task list runs, the lines meant for people go through its renderer (one
+   * writer: the live line on a terminal stays whole, a piped line gets its timestamp).
+   * A line the sink does not take (it returns false), or any with `undefined`, goes to stderr.
+   */
+  routeConsole(sink: ((line: string) => boolean) | undefined): void {
+    this.console = sink;
   }
 
   close(): void {
@@ -46,6 +56,6 @@ export class Logger {
       fs.writeSync(this.fd, `${new Date().toISOString()} ${level.padEnd(5)} ${text}\n`);
     }
     const show = level === 'debug' ? this.options.verbose : !this.options.quiet || level === 'error';
-    if (show) (this.options.stderr ?? ((line) => process.stderr.write(`${line}\n`)))(text);
+    if (show && !this.console?.(text)) (this.options.stderr ?? ((line) => process.stderr.write(`${line}\n`)))(text);
   }
 }

@@ -15,6 +15,8 @@ export interface HttpOptions {
   headers?: Record<string, string>;
   method?: string;
   body?: string;
+  /** Downloads: bytes received so far and the total when the server said it (content-length), as they arrive. */
+  onProgress?: (received: number, total: number | undefined) => void;
 }
 
 export interface HttpResponse {
@@ -23,7 +25,7 @@ export interface HttpResponse {
   body: string;
 }
 
-/** Network access: downloads (hashed while streaming) and small requests. */
+/** Network access: downloads (hashed while streaming, progress in bytes) and small requests. */
 export class Net {
   async request(url: string, options: HttpOptions = {}): Promise<HttpResponse> {
     const res = await this.open(url, options);
@@ -45,7 +47,13 @@ export class Net {
       throw error;
     });
     const hash = createHash('sha256');
-    res.on('data', (chunk: Buffer) => hash.update(chunk));
+    const total = Number(res.headers['content-length']) || undefined;
+    let received = 0;
+    res.on('data', (chunk: Buffer) => {
+      hash.update(chunk);
+      received += chunk.length;
+      options.onProgress?.(received, total);
+    });
     await builtin<typeof import('node:stream/promises')>('node:stream/promises').pipeline(res, handle.createWriteStream());
     return hash.digest('hex');
   }

@@ -43,7 +43,7 @@ const READS = {
   services: ['isActive', 'isEnabled', 'mainPid'],
   locks: ['holders', 'waitFree'],
   net: ['request'],
-  log: ['debug', 'info', 'warn', 'error', 'close'],
+  log: ['debug', 'info', 'warn', 'error', 'close', 'routeConsole'],
 } as const;
 
 function describeArgs(args: unknown[]): string {

@@ -1,17 +1,18 @@
-import { resolveDeploymentInputs } from '../answers/index.js';
+import { resolveDeploymentInputs, type Answers } from '../answers/index.js';
 import { parseAllowList, type Cidr } from '../channel/allow.js';
 import { UsageError } from '../errors.js';
 import { createHost, readOnlyHost, type Host } from '../host/index.js';
 import { LAYOUT } from '../layout.js';
-import { printLine } from '../output.js';
+import { printError, printLine } from '../output.js';
 import { emitJson, installOutput } from '../json/index.js';
 import { formatRecap, pipelineJson, planLines } from '../pipeline/report.js';
-import { runPipeline, type PipelineOutcome, type Renderer } from '../pipeline/runner.js';
+import { runPipeline, type PipelineOutcome } from '../pipeline/runner.js';
 import type { InstallOptions, Step } from '../pipeline/step.js';
 import { installSteps } from '../steps/index.js';
 import { preflightStep } from '../steps/preflight.js';
 import { sweepLeftovers } from './leftovers.js';
 import { DEFAULT_LOCK_TIMEOUT_SECONDS, type InstallRequest } from './request.js';
+import { nextSteps } from './summary.js';
 
 export type { InstallRequest } from './request.js';
 
@@ -93,10 +94,11 @@ export async function installWithLock({ host: given, request, steps, lockHeld, q
       host.log.attachFile(host.paths.real(LAYOUT.installLog));
       host.log.debug(`install started: customer ${answers.customerSlug}, model ${answers.modelId}, channel ${options.channel}`);
     }
-    const renderer: Renderer = request.json || catalog ? 'silent' : process.stderr.isTTY ? 'default' : 'simple';
     const started = Date.now();
-    const outcome = await runPipeline(steps ?? installSteps(), { host, profile, answers, components, options }, renderer);
-    if (!quiet) report(host, request, outcome, options, Date.now() - started);
+    // Step lines on stderr (renderer.ts): live on a terminal, one plain line per event
+    // otherwise (the catalog deploy's cloud-init log); none with --json.
+    const outcome = await runPipeline(steps ?? installSteps(), { host, profile, answers, components, options }, { silent: Boolean(request.json) });
+    if (!quiet) await report(host, request, outcome, options, answers, Date.now() - started);
     if (outcome.failed) process.exitCode = failureExitCode(outcome);
     return outcome;
   } finally {
@@ -121,7 +123,7 @@ function failureExitCode(outcome: PipelineOutcome): number {
   return outcome.results.some((r) => r.status === 'failed' && r.id === preflightStep.id) ? 2 : 1;
 }
 
-function report(host: Host, request: InstallRequest, outcome: PipelineOutcome, options: InstallOptions, ms: number): void {
+async function report(host: Host, request: InstallRequest, outcome: PipelineOutcome, options: InstallOptions, answers: Answers, ms: number): Promise<void> {
   const recap = formatRecap(outcome.recap);
   host.log.debug(`install finished: ${recap} in ${ms} ms`);
   if (request.json || request.catalog) {
@@ -131,14 +133,17 @@ function report(host: Host, request: InstallRequest, outcome: PipelineOutcome, o
       ...pipelineJson(outcome, options.check ? 'check' : 'apply', ms),
       ...(failed ? { error: { code: exitCode === 2 ? 'refused' : 'step-failed', message: `${failed.title} failed: ${failed.error ?? 'unknown error'}`, hint: failed.hint ?? null, exitCode } } : {}),
     });
+    // The catalog deploy's stderr is its cloud-init log: a failure says there what to do.
+    if (!request.json && failed) for (const line of (await nextSteps(host, outcome, options, answers)).stderr) printError(line);
     return;
   }
   for (const line of planLines(outcome, options)) printLine(line);
   // --check lists every step it could not plan on stdout (planLines).
   const failed = options.check ? undefined : outcome.results.find((r) => r.status === 'failed');
-  if (failed) {
-    host.log.error(`${failed.title} failed: ${failed.error}`);
-    if (failed.hint) host.log.error(`  -> ${failed.hint}`);
-  }
+  if (failed) host.log.debug(`${failed.title} failed: ${failed.error}${failed.hint ? ` (-> ${failed.hint})` : ''}`);
   printLine(`${options.check ? 'plan' : 'recap'}: ${recap} (${(ms / 1000).toFixed(1)} s)`);
+  // What to do next: where the agent is and how to look after it, or after a failure what to do about it.
+  const next = await nextSteps(host, outcome, options, answers);
+  for (const line of next.stdout) printLine(line);
+  for (const line of next.stderr) printError(line);
 }

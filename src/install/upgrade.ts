@@ -5,10 +5,12 @@ import { emitJson, installOutput, rollbackOutput, upgradeFailedOutput } from '..
 import { printLine } from '../output.js';
 import { recordProgramFiles } from '../pipeline/manifest.js';
 import { pipelineJson } from '../pipeline/report.js';
-import { GLOBAL_MODULES, installedPackageVersion, openclawFiles } from '../runtime/openclaw.js';
+import { GLOBAL_MODULES, installedPackageVersion, nodeFiles, openclawFiles } from '../runtime/openclaw.js';
 import { probeHealth } from '../steps/health.js';
 import { UpgradeError, installBeside, runMigrations, switchToPrevious, switchToStaged, type UpgradeStage } from '../steps/openclaw-upgrade.js';
 import { loadComponents } from '../components.js';
+import { nodeVersionIn, stampedNodeVersion } from '../steps/node-runtime.js';
+import { rollbackPoint, stageNode, switchNodeToPrevious, switchNodeToStaged } from '../steps/node-upgrade.js';
 import { inspectArchive, openArchive, stageArchive, swapIntoPlace } from './archive.js';
 import { writeBackup, type WrittenBackup } from './backup.js';
 import { sweepLeftovers } from './leftovers.js';
@@ -20,38 +22,47 @@ export type InstallUnderLock = (run: { host: Host; request: InstallRequest; lock
 import { stopWriters } from './writers.js';
 
 /**
- * Upgrades of the pinned OpenClaw that roll back by themselves (issue 19):
+ * Upgrades of the pinned OpenClaw and Node that roll back by themselves (issue 19):
  *
  *   verified pre-upgrade backup (writers stopped; they stay stopped)
- *   -> the new package installed beside the old one (download, install)
- *   -> switched in by rename, the old one kept as the previous
- *   -> the runtime's migrations (openclaw doctor --fix --non-interactive)
+ *   -> Node (when its pin changed): the new release unpacked beside the old prefix with
+ *      the global packages carried over (download, install), switched in by rename, the
+ *      old prefix kept whole as the previous
+ *   -> OpenClaw (when its pin changed): the new package installed beside the old one
+ *      (download, install), switched in by rename, the old one kept as the previous;
+ *      the runtime's migrations (openclaw doctor --fix --non-interactive: migration)
  *   -> the install pipeline (starts the gateway: start) -> /healthz (health)
- *   -> on any failure: the previous package and the pre-upgrade state back, the
- *      gateway started and healthy again, exit 1 with a report.
+ *   -> on any failure: the previous Node prefix or package and the pre-upgrade state
+ *      back, the gateway started and healthy again, exit 1 with a report.
  *
  * All under the install lock, so the guard waits. `service-deploy rollback` does the
  * same going back by hand.
  */
 
-/** What the last upgrade did, kept beside the packages (a reset removes both). */
-export interface UpgradeRecord {
+/** What an upgrade changes: OpenClaw from -> to (the same when only Node changes), and Node when its pin changed. */
+export interface UpgradeVersions {
   from: string;
   to: string;
+  node?: { from: string; to: string };
+}
+
+/** "OpenClaw A -> B", "Node X -> Y", or both. */
+export function describeUpgrade(v: UpgradeVersions): string {
+  const parts = [v.from !== v.to || !v.node ? `OpenClaw ${v.from} -> ${v.to}` : '', v.node ? `Node ${v.node.from} -> ${v.node.to}` : ''];
+  return parts.filter(Boolean).join(' and ');
+}
+
+/** What the last upgrade did, kept beside the packages (a reset removes both). */
+export interface UpgradeRecord extends UpgradeVersions {
   backup: string;
   at: string;
   outcome: 'started' | 'upgraded' | 'rolled-back' | 'rollback-failed';
   failed?: { stage: UpgradeStage; error: string };
 }
 
-/** The version of the package an upgrade kept (undefined: none kept). */
+/** The OpenClaw version a rollback would bring back (undefined: no rollback point kept). */
 export async function previousVersion(host: Host): Promise<string | undefined> {
-  try {
-    const version = (JSON.parse((await host.files.read(`${LAYOUT.openclawPrevious}/package.json`)) ?? '') as { version?: unknown }).version;
-    return typeof version === 'string' ? version : undefined;
-  } catch {
-    return undefined;
-  }
+  return (await rollbackPoint(host)).openclaw;
 }
 
 export async function readUpgradeRecord(host: Host): Promise<UpgradeRecord | undefined> {
@@ -69,24 +80,40 @@ async function writeRecord(host: Host, record: UpgradeRecord): Promise<void> {
   await host.files.write(LAYOUT.upgradeRecord, `${JSON.stringify(record, null, 2)}\n`, { mode: 0o600 });
 }
 
-/** The installed and pinned OpenClaw, when they differ and one is installed (an upgrade, or a downgrade of the pin). */
-export async function pendingUpgrade(host: Host): Promise<{ from: string; to: string } | undefined> {
+/**
+ * The installed and pinned OpenClaw and Node, when one of them differs and OpenClaw is
+ * installed (an upgrade, or a downgrade of the pin). Nothing installed, or a Node that
+ * does not run: not an upgrade (the pipeline installs).
+ */
+export async function pendingUpgrade(host: Host): Promise<UpgradeVersions | undefined> {
   const components = loadComponents(host.env);
   const have = await installedPackageVersion(host, GLOBAL_MODULES, components.openclaw.package);
-  return have && have !== components.openclaw.version ? { from: have, to: components.openclaw.version } : undefined;
+  if (!have) return undefined;
+  // The stamp answers while the binary is the one the install verified (no process on a re-run).
+  const nodeHave = (await host.files.stat(`${LAYOUT.nodePrefix}/bin/node`)) ? ((await stampedNodeVersion(host)) ?? (await nodeVersionIn(host, LAYOUT.nodePrefix))) : undefined;
+  const node = nodeHave && nodeHave !== components.node.version ? { from: nodeHave, to: components.node.version } : undefined;
+  if (have === components.openclaw.version && !node) return undefined;
+  return { from: have, to: components.openclaw.version, ...(node ? { node } : {}) };
+}
+
+/** An upgrade replaces the earlier upgrade's rollback point (its kept package and Node prefix). */
+async function dropRollbackPoint(host: Host): Promise<void> {
+  await host.files.remove(LAYOUT.openclawPrevious);
+  await host.files.remove(LAYOUT.nodePrevious);
 }
 
 const STAGE_OF_STEP: Readonly<Record<string, UpgradeStage>> = { 'gateway-service': 'start', health: 'health' };
 
-export async function runUpgrade(host: Host, request: InstallRequest, versions: { from: string; to: string }, installWithLock: InstallUnderLock): Promise<void> {
+export async function runUpgrade(host: Host, request: InstallRequest, versions: UpgradeVersions, installWithLock: InstallUnderLock): Promise<void> {
   const components = loadComponents(host.env);
   const started = Date.now();
+  const what = describeUpgrade(versions);
   const lock = await host.locks.acquire(LAYOUT.installLock, 'install');
   let record: UpgradeRecord | undefined;
   let switched = false;
   try {
     await sweepLeftovers(host);
-    host.log.info(`upgrade: OpenClaw ${versions.from} -> ${versions.to}; a verified backup first`);
+    host.log.info(`upgrade: ${what}; a verified backup first`);
     const writers = await stopWriters(host);
     let backup: WrittenBackup;
     try {
@@ -99,14 +126,27 @@ export async function runUpgrade(host: Host, request: InstallRequest, versions: 
     record = { ...versions, backup: backup.archive, at: host.now().toISOString(), outcome: 'started' };
     await writeRecord(host, record);
     try {
-      await installBeside(host, components.sources.openclawSpec, components.openclaw.package, versions.to);
-      await switchToStaged(host, components.openclaw.package);
-      switched = true;
-      await recordProgramFiles(host, openclawFiles(components.openclaw.package));
-      await runMigrations(host);
+      if (versions.node) {
+        await stageNode(host, components);
+        await dropRollbackPoint(host);
+        await switchNodeToStaged(host);
+        switched = true;
+        await recordProgramFiles(host, nodeFiles());
+        await recordProgramFiles(host, openclawFiles(components.openclaw.package));
+      }
+      if (versions.from !== versions.to) {
+        // With a new Node, the new OpenClaw is installed by its npm, for it.
+        await installBeside(host, components.sources.openclawSpec, components.openclaw.package, versions.to);
+        if (!switched) await dropRollbackPoint(host);
+        await switchToStaged(host, components.openclaw.package);
+        switched = true;
+        await recordProgramFiles(host, openclawFiles(components.openclaw.package));
+        await runMigrations(host);
+      }
     } catch (error) {
-      if (!(error instanceof UpgradeError)) throw error;
-      return await failed(host, request, record, error.stage, error.message, switched, writers.resume);
+      // Any failure here, ours too (a rename), is rolled back like a stage's.
+      const stage = error instanceof UpgradeError ? error.stage : 'install';
+      return await failed(host, request, record, stage, (error as Error).message, switched, writers.resume);
     }
     const outcome = await installWithLock({ host, request: { ...request, nonInteractive: true }, lockHeld: true, quiet: Boolean(request.json) });
     const bad = outcome.results.find((r) => r.status === 'failed');
@@ -114,8 +154,12 @@ export async function runUpgrade(host: Host, request: InstallRequest, versions: 
     record = { ...record, outcome: 'upgraded' };
     await writeRecord(host, record);
     const seconds = ((Date.now() - started) / 1000).toFixed(1);
-    if (request.json || request.catalog) emitJson(installOutput, { ...pipelineJson(outcome, 'apply', Date.now() - started), upgrade: { from: versions.from, to: versions.to, backup: backup.archive, seconds: Number(seconds) } });
-    else printLine(`upgraded OpenClaw ${versions.from} -> ${versions.to} in ${seconds} s; the previous package is kept (service-deploy rollback), the pre-upgrade backup is ${backup.archive}`);
+    if (request.json || request.catalog) {
+      emitJson(installOutput, { ...pipelineJson(outcome, 'apply', Date.now() - started), upgrade: { from: versions.from, to: versions.to, ...(versions.node ? { node: versions.node } : {}), backup: backup.archive, seconds: Number(seconds) } });
+    } else {
+      const kept = [versions.node ? 'Node prefix' : '', versions.from !== versions.to ? 'package' : ''].filter(Boolean).join(' and ');
+      printLine(`upgraded ${what} in ${seconds} s; the previous ${kept} ${kept.includes(' and ') ? 'are' : 'is'} kept (service-deploy rollback), the pre-upgrade backup is ${backup.archive}`);
+    }
   } finally {
     await lock.release();
   }
@@ -131,7 +175,9 @@ async function failed(
   switched: boolean,
   resume: () => Promise<void>,
 ): Promise<void> {
-  host.log.error(`upgrade to OpenClaw ${record.to} failed at ${stage}: ${error}`);
+  const what = describeUpgrade(record);
+  const before = `OpenClaw ${record.from}${record.node ? ` on Node ${record.node.from}` : ''}`;
+  host.log.error(`upgrade ${what} failed at ${stage}: ${error}`);
   const logs = stage === 'start' || stage === 'health' ? await gatewayLog(host) : [];
   let rollback: RollbackResult;
   try {
@@ -146,23 +192,23 @@ async function failed(
     // Its own failing document: the CLI prints no error envelope over it (docs/json.md).
     emitJson(upgradeFailedOutput, {
       ok: false,
-      upgrade: { from: record.from, to: record.to, failedAt: stage, error, log: logs, backup: record.backup, rolledBack: rollback.healthy, health: rollback.detail },
+      upgrade: { from: record.from, to: record.to, ...(record.node ? { node: record.node } : {}), failedAt: stage, error, log: logs, backup: record.backup, rolledBack: rollback.healthy, health: rollback.detail },
       error: {
         code: 'upgrade-failed',
-        message: `upgrade to OpenClaw ${record.to} failed at ${stage}: ${error}`,
+        message: `upgrade ${what} failed at ${stage}: ${error}`,
         hint: rollback.healthy
-          ? `OpenClaw ${record.from} and the state from before the upgrade are back and the gateway answers; fix the cause, then run the install again`
+          ? `${before} and the state from before the upgrade are back and the gateway answers; fix the cause, then run the install again`
           : `the rollback is incomplete (${rollback.detail}); restore by hand with: service-deploy restore ${record.backup}`,
         exitCode: 1,
       },
     });
     return;
   }
-  printLine(`upgrade: OpenClaw ${record.from} -> ${record.to} FAILED at ${stage}: ${error}`);
+  printLine(`upgrade: ${what} FAILED at ${stage}: ${error}`);
   for (const line of logs) printLine(`  log: ${line}`);
   printLine(
     rollback.healthy
-      ? `rolled back: OpenClaw ${record.from} and the state from before the upgrade are back, the gateway answers (${rollback.detail})`
+      ? `rolled back: ${before} and the state from before the upgrade are back, the gateway answers (${rollback.detail})`
       : `ROLLBACK INCOMPLETE: ${rollback.detail}; restore by hand with: service-deploy restore ${record.backup}`,
   );
   printLine(`pre-upgrade backup: ${record.backup}`);
@@ -196,15 +242,19 @@ async function resumeOnly(host: Host, resume: () => Promise<void>): Promise<Roll
 }
 
 /**
- * The previous package and the pre-upgrade state back (the backup's roots staged and
- * swapped in, as restore does, while the gateway is stopped), then the gateway started
- * and waited for. Used by a failed upgrade and by `service-deploy rollback`.
+ * The previous Node prefix (it holds the OpenClaw it ran) or the previous OpenClaw
+ * package back, and the pre-upgrade state (the backup's roots staged and swapped in, as
+ * restore does, while the gateway is stopped); then the gateway started and waited for.
+ * Used by a failed upgrade and by `service-deploy rollback`.
  */
 export async function rollBack(host: Host, backup: string): Promise<RollbackResult> {
   await stopWriters(host);
-  if (!(await switchToPrevious(host))) throw new DeployError(`no previous OpenClaw package at ${LAYOUT.openclawPrevious}`, `restore the state with service-deploy restore ${backup}`);
-  const components = loadComponents(host.env);
-  await recordProgramFiles(host, openclawFiles(components.openclaw.package));
+  const node = await switchNodeToPrevious(host);
+  // The kept prefix holds the earlier OpenClaw; a package kept by the same upgrade is a copy of it.
+  if (node) await host.files.remove(LAYOUT.openclawPrevious);
+  else if (!(await switchToPrevious(host))) {
+    throw new DeployError(`no previous OpenClaw package at ${LAYOUT.openclawPrevious} and no previous Node at ${LAYOUT.nodePrevious}`, `restore the state with service-deploy restore ${backup}`);
+  }
   const handle = await openArchive(host.paths.real(backup), backup);
   try {
     const manifest = await inspectArchive(handle, backup);
@@ -213,6 +263,10 @@ export async function rollBack(host: Host, backup: string): Promise<RollbackResu
   } finally {
     await handle.close();
   }
+  // The install manifest came back with the state; it records the programs now in place.
+  const components = loadComponents(host.env);
+  if (node) await recordProgramFiles(host, nodeFiles());
+  await recordProgramFiles(host, openclawFiles(components.openclaw.package));
   await host.services.daemonReload('user');
   await host.services.restart('user', LAYOUT.gatewayUnit);
   await host.services.start('user', LAYOUT.qmdRefreshTimer).catch(() => undefined);
@@ -227,15 +281,18 @@ export interface RollbackRequest {
   nonInteractive?: boolean;
 }
 
-/** `service-deploy rollback`: back to the package and state from before the last upgrade. */
+/** `service-deploy rollback`: back to the package (or Node prefix) and state from before the last upgrade. */
 export async function runRollback(host: Host, request: RollbackRequest): Promise<void> {
   const record = await readUpgradeRecord(host);
-  const previous = await previousVersion(host);
-  if (!record || !previous) throw new UsageError('there is no upgrade to roll back (no previous OpenClaw package kept)', 'nothing was changed');
+  const point = await rollbackPoint(host);
+  if (!record || !point.openclaw) throw new UsageError('there is no upgrade to roll back (no previous OpenClaw package or Node kept)', 'nothing was changed');
   const current = await installedPackageVersion(host, GLOBAL_MODULES, 'openclaw');
-  const plan = `OpenClaw ${current ?? 'missing'} -> ${previous}, and the state from ${record.backup} (what changed since the upgrade, ${record.at}, is lost)`;
+  const currentNode = point.node ? await nodeVersionIn(host, LAYOUT.nodePrefix) : undefined;
+  const node = point.node ? { from: currentNode ?? null, to: point.node } : undefined;
+  const versions = [current !== point.openclaw || !node ? `OpenClaw ${current ?? 'missing'} -> ${point.openclaw}` : '', node ? `Node ${node.from ?? 'missing'} -> ${node.to}` : ''].filter(Boolean).join(' and ');
+  const plan = `${versions}, and the state from ${record.backup} (what changed since the upgrade, ${record.at}, is lost)`;
   if (request.check) {
-    if (request.json) emitJson(rollbackOutput, { ok: true, mode: 'check', from: current ?? null, to: previous, backup: record.backup });
+    if (request.json) emitJson(rollbackOutput, { ok: true, mode: 'check', from: current ?? null, to: point.openclaw, ...(node ? { node } : {}), backup: record.backup });
     else printLine(`would roll back: ${plan}; nothing was changed (--check)`);
     return;
   }
@@ -255,10 +312,11 @@ export async function runRollback(host: Host, request: RollbackRequest): Promise
         ok: result.healthy,
         mode: 'apply',
         from: current ?? null,
-        to: previous,
+        to: point.openclaw,
+        ...(node ? { node } : {}),
         backup: record.backup,
         health: result.detail,
-        ...(result.healthy ? {} : { error: { code: 'gateway-unhealthy', message: `rolled back to OpenClaw ${previous}, but the gateway does not answer: ${result.detail}`, hint: 'see why: service-deploy gateway logs; service-deploy doctor', exitCode: 1 } }),
+        ...(result.healthy ? {} : { error: { code: 'gateway-unhealthy', message: `rolled back to OpenClaw ${point.openclaw}, but the gateway does not answer: ${result.detail}`, hint: 'see why: service-deploy gateway logs; service-deploy doctor', exitCode: 1 } }),
       });
     }
     else printLine(`${result.healthy ? 'rolled back' : 'rolled back, but the gateway does not answer'}: ${plan}; ${result.detail}`);

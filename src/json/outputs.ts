@@ -36,12 +36,16 @@ export const installOutput = defineOutput({
     upgrade: z
       .object({
         from: z.string().describe('The OpenClaw version installed before'),
-        to: z.string().describe('The pinned version now installed'),
+        to: z.string().describe('The pinned version now installed (the same as from when only Node was upgraded)'),
+        node: z
+          .object({ from: z.string().describe('The Node version installed before'), to: z.string().describe('The pinned Node now installed') })
+          .optional()
+          .describe('Present when the pinned Node changed too (the previous Node prefix is kept: rollback)'),
         backup: absolutePath().describe('The verified pre-upgrade backup'),
         seconds: z.number().describe('How long the upgrade took, backup included'),
       })
       .optional()
-      .describe('Present when this run upgraded OpenClaw (the previous package is kept: rollback)'),
+      .describe('Present when this run upgraded OpenClaw or Node (the previous package or Node prefix is kept: rollback)'),
   }),
 });
 
@@ -49,11 +53,15 @@ export const upgradeFailedOutput = defineOutput({
   name: 'upgrade-failed',
   version: 1,
   title: 'Failed upgrade',
-  printedBy: '`install --json` (and `install --catalog`) when an upgrade of OpenClaw fails; it rolls back by itself',
+  printedBy: '`install --json` (and `install --catalog`) when an upgrade of OpenClaw or Node fails; it rolls back by itself',
   shape: () => ({
     upgrade: z.object({
       from: z.string().describe('The OpenClaw version installed before (and again, when rolledBack)'),
       to: z.string().describe('The pinned version the upgrade tried'),
+      node: z
+        .object({ from: z.string().describe('The Node version installed before (and again, when rolledBack)'), to: z.string().describe('The pinned Node the upgrade tried') })
+        .optional()
+        .describe('Present when the upgrade changed the pinned Node'),
       failedAt: z.enum(['download', 'install', 'migration', 'start', 'health']).describe('The stage that failed'),
       error: z.string().describe('What failed, secrets masked'),
       log: z.array(z.string()).describe("The gateway's last journal lines (start and health failures; otherwise empty), secrets masked"),
@@ -188,6 +196,10 @@ export const rollbackOutput = defineOutput({
     mode: z.enum(['check', 'apply']).describe('check: nothing was changed (--check); apply: the run'),
     from: z.string().nullable().describe('The OpenClaw version installed before the rollback (null: none is installed)'),
     to: z.string().describe('The previous version, kept by the last upgrade'),
+    node: z
+      .object({ from: z.string().nullable().describe('The Node version installed before the rollback (null: none runs)'), to: z.string().describe('The previous Node, kept by the last upgrade') })
+      .optional()
+      .describe('Present when the last upgrade changed Node (its previous prefix comes back)'),
     backup: absolutePath().describe("The pre-upgrade backup whose state comes back (what changed since is lost)"),
     health: z.string().optional().describe('What /healthz answered after the rollback (absent with check)'),
   }),

@@ -7,6 +7,7 @@ import { readStoredAnswers } from '../answers/index.js';
 import { probeHealth } from '../steps/health.js';
 import { GLOBAL_MODULES, PLUGIN_PREFIX, installedPackageVersion } from '../runtime/openclaw.js';
 import { meshStatus } from '../steps/mesh-client.js';
+import { rollbackPoint } from '../steps/node-upgrade.js';
 
 export interface StatusReport {
   deployed: boolean;
@@ -16,16 +17,6 @@ export interface StatusReport {
   channel: boolean;
   components: Record<'node' | 'openclaw' | 'qmd' | 'lossless-claw', { installed?: string; pinned: string; previous?: string }>;
   services: { gateway: boolean; health: boolean; mesh: 'running' | 'logged-out' | 'not-installed'; serving: boolean };
-}
-
-/** The OpenClaw package the last upgrade kept for `service-deploy rollback`. */
-async function previousOpenclaw(host: Host): Promise<string | undefined> {
-  try {
-    const version = (JSON.parse((await host.files.read(`${LAYOUT.openclawPrevious}/package.json`)) ?? '') as { version?: unknown }).version;
-    return typeof version === 'string' ? version : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 /** What is deployed, read-only and quick; `doctor` is the one that judges it. */
@@ -42,7 +33,7 @@ export async function collectStatus(host: Host): Promise<StatusReport> {
     meshStatus(host).catch(() => ({ installed: false, running: false, serving: false })),
     host.files.exists(LAYOUT.channelEnv),
   ]);
-  const previous = await previousOpenclaw(host);
+  const previous = await rollbackPoint(host);
   return {
     deployed: answers !== undefined,
     customer: answers?.customerName,
@@ -50,8 +41,8 @@ export async function collectStatus(host: Host): Promise<StatusReport> {
     meshHostname: answers?.meshHostname,
     channel,
     components: {
-      node: { installed: node.exitCode === 0 ? node.stdout.trim().replace(/^v/, '') : undefined, pinned: components.node.version },
-      openclaw: { installed: openclaw, pinned: components.openclaw.version, ...(previous ? { previous } : {}) },
+      node: { installed: node.exitCode === 0 ? node.stdout.trim().replace(/^v/, '') : undefined, pinned: components.node.version, ...(previous.node ? { previous: previous.node } : {}) },
+      openclaw: { installed: openclaw, pinned: components.openclaw.version, ...(previous.openclaw && previous.openclaw !== openclaw ? { previous: previous.openclaw } : {}) },
       qmd: { installed: qmd, pinned: components.qmd.version },
       'lossless-claw': { installed: lossless, pinned: components.losslessClaw.version },
     },

@@ -1,5 +1,6 @@
-import { Listr, ListrLogLevels, ListrLogger, type ListrTask } from 'listr2';
+import { Listr, type ListrTask } from 'listr2';
 import { DeployError } from '../errors.js';
+import { LineRelay, PlainRenderer, TerminalRenderer, outcomeText, type StepRendererOptions, type StepRendererTaskOptions } from './renderer.js';
 import type { InstallContext, Notify, Plan, Step, StepResult } from './step.js';
 
 export interface PipelineOutcome {
@@ -8,7 +9,10 @@ export interface PipelineOutcome {
   failed: boolean;
 }
 
-export type Renderer = 'default' | 'simple' | 'silent';
+export interface PipelineDisplay {
+  /** --json and the catalog deploy: no step lines at all. */
+  silent: boolean;
+}
 
 type Assessment = { reason: string } | { plan: Plan } | { error: unknown };
 
@@ -22,24 +26,32 @@ async function assess(step: Step, ctx: InstallContext): Promise<Assessment> {
 }
 
 /**
- * Runs the steps in order, each check -> (plan) -> apply -> verify. In check mode
- * nothing is applied: the plan is the result, and a step whose check fails is recorded
- * as failed (cannot be planned) while the later steps are still planned. Otherwise the
- * first failure stops the run (later steps build on earlier ones); what ran is
- * reported either way.
+ * Runs the steps in order as a listr2 task list, each check -> (plan) -> apply ->
+ * verify. In check mode nothing is applied: the plan is the result, and a step whose
+ * check fails is recorded as failed (cannot be planned) while the later steps are still
+ * planned. Otherwise the first failure stops the run (later steps build on earlier
+ * ones); what ran is reported either way.
  *
  * Checks only read the machine, so they all start at once; a step uses its early
  * result while no earlier step has changed anything (the state it read is still the
  * state), and checks again in its turn otherwise. A converged server's re-run thus
  * costs the slowest check, not the sum of them.
+ *
+ * What people see comes from the renderers (renderer.ts), which listr2 picks:
+ * TerminalRenderer when stdout and stderr are terminals, PlainRenderer otherwise (one
+ * line per step event), silent with `display.silent` (--json). Progress of long work
+ * (ctx.progress) is the task's output; the host's log lines go through the renderer
+ * while the list runs.
  */
 export async function runPipeline(
   steps: Step[],
   base: Omit<InstallContext, 'notified' | 'progress'>,
-  renderer: Renderer,
+  display: PipelineDisplay,
 ): Promise<PipelineOutcome> {
   const results: StepResult[] = [];
   const notified = new Set<Notify>();
+  const { log, redactor } = base.host;
+  const check = base.options.check;
   let changedSoFar = false;
   const early = new Map(
     steps
@@ -47,65 +59,79 @@ export async function runPipeline(
       .map((step) => [step, assess(step, { ...base, notified: new Set(), progress: () => undefined })] as const),
   );
 
-  const tasks: ListrTask[] = steps.map((step) => ({
-    title: step.title,
-    task: async (_, task) => {
-      const ctx: InstallContext = { ...base, notified, progress: (text) => (task.output = text) };
-      const started = Date.now();
-      const record = (partial: Omit<StepResult, 'id' | 'title' | 'durationMs'>) =>
-        results.push({ id: step.id, title: step.title, durationMs: Date.now() - started, ...partial });
-      try {
-        const speculated = early.get(step);
-        const assessment = speculated && !changedSoFar ? await speculated : await assess(step, ctx);
-        if ('error' in assessment) throw assessment.error;
-        if ('reason' in assessment) {
-          record({ status: 'skipped', changes: [], reason: assessment.reason });
-          task.skip(`${step.title}: skipped (${assessment.reason})`);
-          return;
+  const tasks: ListrTask[] = steps.map((step) => {
+    let result: StepResult | undefined;
+    const rendererOptions: StepRendererTaskOptions = { outcome: () => result };
+    return {
+      title: step.title,
+      rendererOptions,
+      fallbackRendererOptions: rendererOptions,
+      task: async (_, task) => {
+        const ctx: InstallContext = { ...base, notified, progress: (text) => (task.output = redactor.redact(text)) };
+        const started = Date.now();
+        const record = (partial: Omit<StepResult, 'id' | 'title' | 'durationMs'>) => {
+          result = { id: step.id, title: step.title, durationMs: Date.now() - started, ...partial };
+          results.push(result);
+          return result;
+        };
+        try {
+          const speculated = early.get(step);
+          const assessment = speculated && !changedSoFar ? await speculated : await assess(step, ctx);
+          if ('error' in assessment) throw assessment.error;
+          if ('reason' in assessment) {
+            record({ status: 'skipped', changes: [], reason: assessment.reason });
+            task.skip(assessment.reason);
+            return;
+          }
+          const { plan } = assessment;
+          if (plan.changes.length === 0) {
+            task.title = `${step.title}: ${outcomeText(record({ status: 'ok', changes: [] }), check)}`;
+            return;
+          }
+          changedSoFar = true;
+          if (!check) {
+            await step.apply(ctx, plan);
+            await step.verify?.(ctx);
+          }
+          for (const n of plan.notify ?? []) notified.add(n);
+          task.title = `${step.title}: ${outcomeText(record({ status: 'changed', changes: plan.changes }), check)}`;
+        } catch (error) {
+          const message = error instanceof Error ? error.message : String(error);
+          const hint = error instanceof DeployError ? error.hint : undefined;
+          const failed = record({ status: 'failed', changes: [], error: redactor.redact(message), hint });
+          log.debug(`step ${step.id} failed: ${error instanceof Error ? error.stack : message}`);
+          // Check mode applies nothing, so a step that cannot be planned stops nothing:
+          // the rest of the plan is still shown, and this step listed with why.
+          if (check) {
+            task.title = `${step.title}: ${outcomeText(failed, check)}`;
+            return;
+          }
+          throw new DeployError(`${step.title}: ${failed.error}`, hint);
         }
-        const { plan } = assessment;
-        if (plan.changes.length === 0) {
-          record({ status: 'ok', changes: [] });
-          task.title = `${step.title}: ok`;
-          return;
-        }
-        changedSoFar = true;
-        if (!ctx.options.check) {
-          await step.apply(ctx, plan);
-          await step.verify?.(ctx);
-        }
-        for (const n of plan.notify ?? []) notified.add(n);
-        record({ status: 'changed', changes: plan.changes });
-        task.title = `${step.title}: ${ctx.options.check ? 'would change' : 'changed'} (${plan.changes.map((c) => c.summary).join('; ')})`;
-      } catch (error) {
-        const message = error instanceof Error ? error.message : String(error);
-        const hint = error instanceof DeployError ? error.hint : undefined;
-        record({ status: 'failed', changes: [], error: base.host.redactor.redact(message), hint });
-        base.host.log.debug(`step ${step.id} failed: ${error instanceof Error ? error.stack : message}`);
-        // Check mode applies nothing, so a step that cannot be planned stops nothing:
-        // the rest of the plan is still shown, and this step listed with why.
-        if (ctx.options.check) {
-          task.title = `${step.title}: cannot plan (${base.host.redactor.redact(message)})`;
-          return;
-        }
-        throw new DeployError(`${step.title}: ${message}`, hint);
-      }
-    },
-  }));
+      },
+    };
+  });
 
+  const lines = new LineRelay();
+  const rendererOptions: StepRendererOptions = { check, lines };
   const listr = new Listr(tasks, {
     concurrent: false,
     exitOnError: true,
-    renderer,
-    fallbackRenderer: 'simple',
-    // Progress is for people: stderr. stdout stays for the recap and --json.
-    rendererOptions: { collapseSubtasks: false, logger: new ListrLogger({ useIcons: true, toStderr: Object.values(ListrLogLevels) }) },
-    fallbackRendererOptions: { logger: new ListrLogger({ useIcons: true, toStderr: Object.values(ListrLogLevels) }) },
-  } as never);
+    renderer: TerminalRenderer,
+    rendererOptions,
+    fallbackRenderer: PlainRenderer,
+    fallbackRendererOptions: rendererOptions,
+    // listr2 asks whether stdout is a terminal; the lines go to stderr, so it must be one too.
+    fallbackRendererCondition: () => !process.stderr.isTTY || process.env.TERM === 'dumb',
+    silentRendererCondition: display.silent,
+  });
+  log.routeConsole((line) => lines.write(line));
   try {
     await listr.run();
   } catch {
     // Recorded in results; the caller reports the failure with the recap.
+  } finally {
+    log.routeConsole(undefined);
   }
   const count = (status: string) => results.filter((r) => r.status === status).length;
   const recap = { ok: count('ok'), changed: count('changed'), skipped: count('skipped'), failed: count('failed') };

@@ -22,15 +22,46 @@ export function openclaw(host: Host, args: string[], options: RunOptions & { con
   });
 }
 
-/** npm of the pinned Node (never the machine's). */
-export function npm(host: Host, args: string[], options: RunOptions = {}): Promise<RunResult> {
+/**
+ * npm of the pinned Node (never the machine's). With `progress`, npm logs its HTTP
+ * requests (loglevel http) and each one moves the count: `57 packages resolved, 12
+ * downloaded`.
+ */
+export function npm(host: Host, args: string[], options: RunOptions & { progress?: (text: string) => void } = {}): Promise<RunResult> {
+  const { progress, ...rest } = options;
+  const counts = progress && npmProgress(progress);
   return host.exec.run(host.paths.real(`${LAYOUT.nodePrefix}/bin/npm`), args, {
     timeoutMs: 15 * 60_000,
     // npm downloads: the machine's proxy and CA settings, and its own npm_config_* (a mirror, its token).
     inherit: [...NETWORK_ENV, ...Object.keys(host.env).filter((name) => /^npm_config_/i.test(name))],
-    ...options,
-    env: { ...runtimeEnv(host), npm_config_update_notifier: 'false', npm_config_fund: 'false', npm_config_audit: 'false', ...options.env },
+    ...(counts && { onOutputLine: counts }),
+    ...rest,
+    env: {
+      ...runtimeEnv(host),
+      npm_config_update_notifier: 'false',
+      npm_config_fund: 'false',
+      npm_config_audit: 'false',
+      ...(counts && { npm_config_loglevel: 'http' }),
+      ...rest.env,
+    },
   });
+}
+
+/**
+ * Reads npm's `http fetch GET 200 <url>` lines (loglevel http): a package document is a
+ * package resolved, a tarball (`/-/name-1.2.3.tgz`) one downloaded. Calls `report` with
+ * the counts after each.
+ */
+export function npmProgress(report: (text: string) => void): (line: string) => void {
+  let resolved = 0;
+  let downloaded = 0;
+  return (line) => {
+    const match = /\bhttp fetch GET 200 (\S+)/.exec(line);
+    if (!match) return;
+    if (/\/-\/[^/]+\.tgz(\?|$)/.test(match[1]!)) downloaded++;
+    else resolved++;
+    report(`${resolved} packages resolved, ${downloaded} downloaded`);
+  };
 }
 
 /** Version of an npm package installed under `nodeModules`, or undefined. */

@@ -41,9 +41,12 @@ export const agentRuntimeStep: Step = {
     const { host, components } = ctx;
     const state = plan.data as PackageState;
     if (state.install) {
-      ctx.progress(`npm install ${components.sources.openclawSpec} (this takes a minute)`);
+      const doing = `npm install ${components.sources.openclawSpec}`;
+      ctx.progress(`${doing} (this takes a minute)`);
       await installAfresh(host, `${GLOBAL_MODULES}/${components.openclaw.package}`, Boolean(state.damaged), async () => {
-        await npm(host, ['install', '--global', '--prefix', host.paths.real(LAYOUT.nodePrefix), '--no-audit', '--no-fund', '--allow-scripts=openclaw', components.sources.openclawSpec]);
+        await npm(host, ['install', '--global', '--prefix', host.paths.real(LAYOUT.nodePrefix), '--no-audit', '--no-fund', '--allow-scripts=openclaw', components.sources.openclawSpec], {
+          progress: (counts) => ctx.progress(`${doing}: ${counts}`),
+        });
       });
       await recordProgramFiles(host, openclawFiles(components.openclaw.package));
     }

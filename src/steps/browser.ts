@@ -71,6 +71,6 @@ export const browserStep: Step = {
       await recordFromDisk(host, { path: CHROME_KEY, options: { mode: 0o644 } });
       await writeRecorded(host, CHROME_SOURCES, `deb [arch=amd64 signed-by=${CHROME_KEY}] ${browser.aptRepoUrl} stable main\n`, { mode: 0o644 });
     }
-    if ((plan.data as { install: boolean }).install) await recordAddedPackages(host, await aptInstall(host, [browser.package], options.lockTimeoutMs / 1000));
+    if ((plan.data as { install: boolean }).install) await recordAddedPackages(host, await aptInstall(host, [browser.package], options.lockTimeoutMs / 1000, ctx.progress));
   },
 };

@@ -1,5 +1,6 @@
 import { DeployError } from '../errors.js';
 import type { Host } from '../host/index.js';
+import { waitProgress } from '../pipeline/progress.js';
 import type { Step } from '../pipeline/step.js';
 import { GATEWAY_PORT } from '../layout.js';
 
@@ -8,9 +9,9 @@ export function healthUrl(host: Host): string {
   return host.env.SERVICE_HEALTH_URL || `http://127.0.0.1:${GATEWAY_PORT}/healthz`;
 }
 
-export async function probeHealth(host: Host): Promise<{ ok: boolean; detail: string }> {
+export async function probeHealth(host: Host, timeoutMs = 3000): Promise<{ ok: boolean; detail: string }> {
   try {
-    const res = await host.net.request(healthUrl(host), { timeoutMs: 3000 });
+    const res = await host.net.request(healthUrl(host), { timeoutMs });
     return { ok: res.status === 200, detail: `HTTP ${res.status} ${res.body.trim().slice(0, 120)}` };
   } catch (error) {
     return { ok: false, detail: (error as Error).message };
@@ -25,10 +26,11 @@ export const healthStep: Step = {
   skip: ({ options }) => (options.check ? 'check mode: nothing was started' : undefined),
   async check(ctx) {
     const { host } = ctx;
-    const deadline = Date.now() + Number(host.env.SERVICE_HEALTH_TIMEOUT_MS ?? 120_000);
+    const started = Date.now();
+    const limitMs = Number(host.env.SERVICE_HEALTH_TIMEOUT_MS ?? 120_000);
     let last = await probeHealth(host);
-    while (!last.ok && Date.now() < deadline) {
-      ctx.progress(`waiting for ${healthUrl(host)} (${last.detail})`);
+    while (!last.ok && Date.now() < started + limitMs) {
+      ctx.progress(`waiting for ${healthUrl(host)}: ${waitProgress(Date.now() - started, limitMs)} (${last.detail})`);
       await new Promise((resolve) => setTimeout(resolve, 1000));
       last = await probeHealth(host);
     }

@@ -47,6 +47,20 @@ export async function meshStatus(host: Host): Promise<MeshStatus> {
   };
 }
 
+/**
+ * The gateway's address on the mesh, `https://<host>.<mesh domain>`, from the mesh
+ * client's own status (one call; the install's mesh step has made sure it serves).
+ */
+export async function meshUrl(host: Host): Promise<string | undefined> {
+  const status = await host.exec.run('tailscale', ['status', '--json'], { allowFailure: true });
+  try {
+    const dnsName = (JSON.parse(status.stdout || '{}') as { Self?: { DNSName?: unknown } }).Self?.DNSName;
+    return typeof dnsName === 'string' && dnsName ? `https://${dnsName.replace(/\.$/, '')}` : undefined;
+  } catch {
+    return undefined; // not logged in: some versions print text
+  }
+}
+
 interface MeshPlan {
   install: boolean;
   /** Our apt source or its signing key changed or vanished since we wrote them: add them again. */
@@ -152,6 +166,6 @@ async function installMeshClient(ctx: InstallContext): Promise<void> {
   const { host, components, options } = ctx;
   await addMeshRepository(ctx);
   ctx.progress('installing the mesh client');
-  await recordAddedPackages(host, await aptInstall(host, [components.meshClient.package], options.lockTimeoutMs / 1000));
+  await recordAddedPackages(host, await aptInstall(host, [components.meshClient.package], options.lockTimeoutMs / 1000, ctx.progress));
   await host.exec.run('systemctl', ['enable', '--now', 'tailscaled'], { allowFailure: true });
 }

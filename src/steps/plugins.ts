@@ -29,7 +29,8 @@ export const memoryStep: Step = {
     await host.files.ensureDir(LAYOUT.qmdPrefix, 0o755);
     await host.files.write(`${LAYOUT.qmdPrefix}/package.json`, qmdManifest(await host.files.read(`${LAYOUT.qmdPrefix}/package.json`)), { mode: 0o644 });
     const cpu = components.qmd.cpuBuild[process.arch === 'arm64' ? 'arm64' : 'x64'];
-    ctx.progress(`npm install ${components.sources.qmdSpec} (CPU build)`);
+    const doing = `npm install ${components.sources.qmdSpec} (CPU build)`;
+    ctx.progress(doing);
     await installAfresh(host, `${LAYOUT.qmdPrefix}/node_modules/${components.qmd.package}`, Boolean((plan.data as PackageState).damaged), async () => {
       await npm(host, [
         'install', '--prefix', host.paths.real(LAYOUT.qmdPrefix), '--omit=optional', '--no-audit', '--no-fund', '--save-exact',
@@ -39,6 +40,7 @@ export const memoryStep: Step = {
         // script would clone llama.cpp from GitHub and compile it: never on a customer's
         // server. QMD's search works without it; only local embeddings need it.
         env: { NODE_LLAMA_CPP_SKIP_DOWNLOAD: 'true' },
+        progress: (counts) => ctx.progress(`${doing}: ${counts}`),
       });
     });
     await recordProgramFiles(host, qmdFiles(components.qmd.package));
@@ -88,9 +90,12 @@ export const contextEngineStep: Step = {
     if (!(await host.files.exists(`${PLUGIN_PREFIX}/package.json`))) {
       await host.files.write(`${PLUGIN_PREFIX}/package.json`, '{ "name": "service-deploy-plugins", "private": true }\n', { mode: 0o644 });
     }
-    ctx.progress(`npm install ${components.sources.losslessClawSpec}`);
+    const doing = `npm install ${components.sources.losslessClawSpec}`;
+    ctx.progress(doing);
     await installAfresh(host, `${PLUGIN_PREFIX}/node_modules/${components.losslessClaw.package}`, Boolean((plan.data as PackageState).damaged), async () => {
-      await npm(host, ['install', '--prefix', host.paths.real(PLUGIN_PREFIX), '--no-audit', '--no-fund', '--omit=peer', components.sources.losslessClawSpec]);
+      await npm(host, ['install', '--prefix', host.paths.real(PLUGIN_PREFIX), '--no-audit', '--no-fund', '--omit=peer', components.sources.losslessClawSpec], {
+        progress: (counts) => ctx.progress(`${doing}: ${counts}`),
+      });
     });
     await recordProgramFiles(host, losslessClawFiles(components.losslessClaw.package));
   },

@@ -9,8 +9,8 @@ export const systemPackagesStep: Step = {
     const missing = await missingPackages(host, components.systemPackages);
     return missing.length === 0 ? { changes: [] } : { changes: [{ target: 'apt', summary: `install ${missing.join(' ')}` }], data: missing };
   },
-  async apply({ host, options }, plan) {
-    await recordAddedPackages(host, await aptInstall(host, plan.data as string[], options.lockTimeoutMs / 1000));
+  async apply({ host, options, progress }, plan) {
+    await recordAddedPackages(host, await aptInstall(host, plan.data as string[], options.lockTimeoutMs / 1000, progress));
   },
   async verify({ host, components }) {
     const missing = await missingPackages(host, components.systemPackages);

@@ -28,6 +28,7 @@ export interface SandboxReport {
   answersVisible: boolean;
   browserProcesses: string[];
   processesInUnit: string[];
+  managers: Record<string, string>;
   reportedBrowser?: { pid: number; proc: string; inUnit: boolean };
 }
 
@@ -48,6 +49,13 @@ export async function inspectSandbox(world: World, pid: number, browserPid?: num
     const r = await c.sh(`nsenter -t ${pid} -m sh -c 'touch ${dir}/.e2e-sandbox-probe && rm -f ${dir}/.e2e-sandbox-probe && echo writable' 2>&1`, { timeoutMs: 30_000 });
     writes[dir] = (r.stdout.trim().split('\n').pop() ?? '').replace(/^touch: /, '');
   }
+  // The service managers' sockets, as the gateway's mount namespace shows them: the
+  // inaccessible node (mode 0) or nothing, never the real socket.
+  const managers: Record<string, string> = {};
+  for (const p of ['/run/user/0/bus', '/run/user/0/systemd/private', '/run/dbus/system_bus_socket', '/run/systemd/private']) {
+    const r = await c.sh(`nsenter -t ${pid} -m stat -c '%a %F' ${p} 2>&1`, { timeoutMs: 30_000 });
+    managers[p] = r.stdout.trim().replace(/^stat: /, '');
+  }
   const answers = await c.sh(`nsenter -t ${pid} -m cat /var/lib/service-deploy/answers.json 2>&1`, { timeoutMs: 30_000 });
   const cgroup = (await c.ok(`${USER_ENV} systemctl --user show -p ControlGroup --value ${GATEWAY_UNIT}`)).trim();
   const procs = await c.sh(`for p in $(find /sys/fs/cgroup${cgroup} -name cgroup.procs -exec cat {} + 2>/dev/null); do echo "$p $(cat /proc/$p/comm 2>/dev/null) $(grep NoNewPrivs /proc/$p/status 2>/dev/null | tr -s '\\t ' ' ')"; done`, { timeoutMs: 30_000 });
@@ -60,7 +68,7 @@ export async function inspectSandbox(world: World, pid: number, browserPid?: num
     reported = { pid: browserPid, proc: r.stdout.trim().replace(/\s+/g, ' '), inUnit: r.stdout.includes(`${cgroup}\n`) || r.stdout.includes(`${cgroup}/`) };
   }
   const browserProcesses = listed.filter((l) => /chrom|headless/i.test(l) || (browserPid !== undefined && l.startsWith(`${browserPid} `)));
-  return { exposure, exposureLines, properties, status, writes, answersVisible: answers.stdout.includes('customerName'), browserProcesses, processesInUnit: listed, ...(reported ? { reportedBrowser: reported } : {}) };
+  return { exposure, exposureLines, properties, status, writes, answersVisible: answers.stdout.includes('customerName'), browserProcesses, processesInUnit: listed, managers, ...(reported ? { reportedBrowser: reported } : {}) };
 }
 
 export interface RuntimeJudges {
@@ -133,7 +141,7 @@ export async function confinementStep(world: World, chat: (message: string) => P
   const sandbox = await inspectSandbox(world, pid, Number.isFinite(browserPid) ? browserPid : undefined);
   report.sandbox = sandbox;
   log(`systemd-analyze security ${GATEWAY_UNIT}: exposure ${sandbox.exposure} (target <= 4.5)`);
-  log(`  process: ${JSON.stringify(sandbox.status)}; writes from its namespace: ${JSON.stringify(sandbox.writes)}; browser processes in the unit: ${sandbox.browserProcesses.length}; the reported browser: ${JSON.stringify(sandbox.reportedBrowser)}`);
+  log(`  process: ${JSON.stringify(sandbox.status)}; writes from its namespace: ${JSON.stringify(sandbox.writes)}; browser processes in the unit: ${sandbox.browserProcesses.length}; the reported browser: ${JSON.stringify(sandbox.reportedBrowser)}; service managers' sockets inside: ${JSON.stringify(sandbox.managers)}`);
 
   const judges = await runtimeJudges(world);
   report.runtimeJudges = judges;
@@ -157,6 +165,7 @@ export async function confinementStep(world: World, chat: (message: string) => P
   for (const dir of ['/etc', '/usr', '/usr/local/bin', '/root']) expect(sandbox.writes[dir], dir).toMatch(/Read-only file system/);
   expect(sandbox.writes['/root/.openclaw']).toBe('writable');
   expect(sandbox.answersVisible).toBe(false);
+  for (const [p, seen] of Object.entries(sandbox.managers)) expect(seen, `${p} inside the gateway's namespace`).toMatch(/^0 |No such file or directory|Permission denied/);
   const browserInUnit = sandbox.browserProcesses.length > 0 || sandbox.reportedBrowser?.inUnit === true;
   expect(browserInUnit, `${exfil.controls.browserStart}\nreported: ${JSON.stringify(sandbox.reportedBrowser)}\nin the unit: ${sandbox.processesInUnit.join(' | ')}`).toBe(true);
   // The runtime's own judges.

@@ -464,7 +464,7 @@ export function clientAddress(localAddress: string | undefined): string | undefi
  * loopback source address (each address is its own client for nginx's limits).
  * Resolves with the status, or with the error when the connection is dropped.
  */
-export function channelPost(options: { knock?: string; localAddress?: string; headers?: Record<string, string>; body?: string }): Promise<{ status?: number; body?: string; error?: string }> {
+export function channelPost(options: { knock?: string; localAddress?: string; headers?: Record<string, string>; body?: string; timeoutMs?: number }): Promise<{ status?: number; body?: string; error?: string }> {
   return new Promise((resolve) => {
     const body = options.body ?? '{"message":"hi"}';
     const req = https.request(
@@ -476,7 +476,7 @@ export function channelPost(options: { knock?: string; localAddress?: string; he
         rejectUnauthorized: false,
         agent: false,
         localAddress: clientAddress(options.localAddress),
-        timeout: 15_000,
+        timeout: options.timeoutMs ?? 15_000,
         headers: {
           'content-type': 'application/json',
           'content-length': Buffer.byteLength(body),

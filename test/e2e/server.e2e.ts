@@ -18,7 +18,7 @@ import { confinementStep } from './confinement.js';
 import { memoryAfterRestore, memoryAndHeartbeat } from './memory.js';
 import { doctorWarnsLimits, limitsSkippedInContainer, meshPathRefusedEdgePathWorks } from './channel-edge.js';
 import { craftedArchivesOnRealRoot } from './crafted-archives.js';
-import { brokenUpgradeRollsBack, consistentBackupOnServer } from './lifecycle.js';
+import { brokenUpgradeRollsBack, chatTraffic, consistentBackupOnServer, earlierReleaseInstalled, exchangesRestored, packBrokenBuild, restartDuringTurn, rollbackByHand, upgradeFromEarlierRelease } from './lifecycle.js';
 import { QUICKSTART_WORLD, prepareQuickstart, runQuickstart } from './quickstart.js';
 import { systemSnapshot, uninstallLeavesNothing, type SystemSnapshot } from './uninstall.js';
 
@@ -301,14 +301,19 @@ systemctl restart nginx || true`);
     expect(answer.model).toBe(`${PROVIDER}/${NEW_MODEL}`);
   });
 
-  defaultSuiteStep('6b. single damages (chmod, chown, truncate, delete, edits, stopped services, a downgrade): doctor names each, --fix repairs the fixable ones', 10 * 60_000, async () => {
+  defaultSuiteStep('6b. single damages (chmod, chown, truncate, delete, edits, stopped services, a downgrade): doctor names each, --fix repairs the fixable ones', 20 * 60_000, async () => {
     report.damages = await runE2eDamages(world);
   });
 
   step('7. --reset-clean: backup holds config + workspace; runtime, mesh client, config, workspace gone; restore brings it back', 12 * 60_000, async () => {
     const c = world.container;
     await c.ok('mkdir -p /root/.openclaw/workspace && echo "e2e memory marker" >/root/.openclaw/workspace/E2E-MARKER.md');
+    // Chat traffic through the channel while the reset runs (lifecycle.ts).
+    const traffic = chatTraffic(token, knock);
+    await traffic.answered(3);
+    const resetStartedAt = Date.now();
     const reset = await world.installSh('--reset-clean --yes --json');
+    const exchanges = await traffic.stop();
     expect(reset.exitCode, `${reset.stdout}\n${reset.stderr}`).toBe(0);
     const archive: string = reset.json.backup;
     backupArchive = archive;
@@ -336,6 +341,7 @@ true`);
     const answer = await chat('back after the restore?');
     expect(answer.model).toBe(`${PROVIDER}/${NEW_MODEL}`);
     expect(answer.reply).toContain('back after the restore?');
+    report.trafficDuringReset = await exchangesRestored(world, exchanges, resetStartedAt);
   });
 
   step('7b. memory after restore: the index was in the backup and finds the memory file again', 5 * 60_000, async () => {
@@ -350,12 +356,22 @@ true`);
     log(`crafted archives: ${JSON.stringify(report.craftedArchives)}`);
   });
 
-  // Issue 19's real-server part has not passed yet (written, never reached in a run): it
-  // runs only on request (E2E_LIFECYCLE=1) until it has; the sandbox tests cover the order
-  // of operations and every upgrade failure point.
-  if (process.env.E2E_LIFECYCLE === '1') defaultSuiteStep('9. lifecycle: an on-demand backup (writers paused, databases checked); an upgrade to a broken build rolls back by itself', 30 * 60_000, async () => {
+  // Issue 19's real-server part has not passed yet: it runs only on request
+  // (E2E_LIFECYCLE=1) until it has; the sandbox tests cover the order of operations and
+  // every upgrade failure point.
+  const lifecycle = process.env.E2E_LIFECYCLE === '1';
+  if (lifecycle) defaultSuiteStep('9. lifecycle: an on-demand backup (writers paused, databases checked); a gateway restart during an agent turn drains it and delivers the answer', 10 * 60_000, async () => {
     report.backupOnDemand = await consistentBackupOnServer(world, chat);
-    report.brokenUpgrade = await brokenUpgradeRollsBack(world, chat);
+    report.restartDuringTurn = await restartDuringTurn(world, chat);
+  });
+
+  if (lifecycle) defaultSuiteStep('9b. upgrades: an earlier release from the registry upgraded to the pinned one, rolled back by hand; an upgrade to a broken build rolls back by itself', 30 * 60_000, async () => {
+    const broken = await packBrokenBuild(world);
+    const { reply: earlier, ...installed } = await earlierReleaseInstalled(world, chat);
+    const { reply: later, ...upgraded } = await upgradeFromEarlierRelease(world, chat, earlier);
+    Object.assign(report, { earlierRelease: installed, upgrade: upgraded });
+    report.rollbackByHand = await rollbackByHand(world, chat, earlier, later);
+    report.brokenUpgrade = await brokenUpgradeRollsBack(world, chat, broken);
   });
 
   step('no secret in process arguments, the install/guard logs or any world-readable file', 5 * 60_000, async () => {

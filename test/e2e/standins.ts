@@ -31,8 +31,11 @@ export interface AiGateway {
   url: string;
   /** Every chat completion: the model asked for, whether the service API key was presented, the raw body and its size, the tools offered. */
   requests: Array<{ model: string; authorized: boolean; body: string; bytes: number; tools: string[] }>;
-  /** Set by a scenario to answer some requests itself (test/e2e/exfil.ts); undefined: echo. */
-  script?: (request: { model: string; messages: Array<{ role: string; content: unknown; tool_call_id?: string }>; tools?: Array<{ function?: { name?: string; parameters?: unknown } }> }) => ScriptedReply | undefined;
+  /**
+   * Set by a scenario to answer some requests itself (test/e2e/exfil.ts); undefined: echo.
+   * A promise holds the answer until it settles (a slow model: test/e2e/lifecycle.ts).
+   */
+  script?: (request: { model: string; messages: Array<{ role: string; content: unknown; tool_call_id?: string }>; tools?: Array<{ function?: { name?: string; parameters?: unknown } }> }) => ScriptedReply | undefined | Promise<ScriptedReply | undefined>;
   close(): Promise<void>;
 }
 
@@ -69,33 +72,40 @@ export async function startAiGateway(apiKey: () => string): Promise<AiGateway> {
         res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":{"message":"invalid api key","type":"invalid_request_error"}}');
         return;
       }
-      const scripted = authorized ? gateway.script?.(json) : undefined;
-      if (scripted && 'toolCalls' in scripted) {
-        replyToolCalls(res, json, scripted.toolCalls);
-        return;
-      }
-      const lastUser = [...json.messages].reverse().find((m) => m.role === 'user' && !textOf(m.content).startsWith('<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT'));
-      const userText = textOf(lastUser?.content);
-      const said = /\] ([^\n]*)/.exec(userText)?.[1] ?? userText.split('\n').pop() ?? '';
-      const text = scripted && 'text' in scripted ? scripted.text : `STAND-IN REPLY from ${json.model} to: ${said}`;
-      const id = `chatcmpl-${Date.now()}`;
-      const created = Math.floor(Date.now() / 1000);
-      const usage = { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 };
-      if (!json.stream) {
-        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ id, object: 'chat.completion', created, model: json.model, choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop' }], usage }));
-        return;
-      }
-      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-      const chunk = (delta: object, finish: string | null = null) => `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: json.model, choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
-      res.write(chunk({ role: 'assistant', content: '' }));
-      res.write(chunk({ content: text }));
-      res.write(chunk({}, 'stop'));
-      res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: json.model, choices: [], usage })}\n\n`);
-      res.end('data: [DONE]\n\n');
+      void Promise.resolve(gateway.script?.(json)).then(
+        (scripted) => answer(res, json, scripted),
+        (error: Error) => res.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: `e2e stand-in script: ${error.message}` } })),
+      );
     });
   });
   const base = await listen(server);
   return Object.assign(gateway, { url: `${base}/v1`, close: closer(server) });
+}
+
+/** The stand-in's answer: the script's (tool calls or a text), else the echo naming the model. */
+function answer(res: http.ServerResponse, json: { model: string; stream?: boolean; messages: Array<{ role: string; content: unknown }> }, scripted: ScriptedReply | undefined): void {
+  if (scripted && 'toolCalls' in scripted) {
+    replyToolCalls(res, json, scripted.toolCalls);
+    return;
+  }
+  const lastUser = [...json.messages].reverse().find((m) => m.role === 'user' && !textOf(m.content).startsWith('<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT'));
+  const userText = textOf(lastUser?.content);
+  const said = /\] ([^\n]*)/.exec(userText)?.[1] ?? userText.split('\n').pop() ?? '';
+  const text = scripted && 'text' in scripted ? scripted.text : `STAND-IN REPLY from ${json.model} to: ${said}`;
+  const id = `chatcmpl-${Date.now()}`;
+  const created = Math.floor(Date.now() / 1000);
+  const usage = { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 };
+  if (!json.stream) {
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ id, object: 'chat.completion', created, model: json.model, choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop' }], usage }));
+    return;
+  }
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+  const chunk = (delta: object, finish: string | null = null) => `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: json.model, choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+  res.write(chunk({ role: 'assistant', content: '' }));
+  res.write(chunk({ content: text }));
+  res.write(chunk({}, 'stop'));
+  res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: json.model, choices: [], usage })}\n\n`);
+  res.end('data: [DONE]\n\n');
 }
 
 /** An assistant turn that calls tools (OpenAI chat completions, stream or not). */

@@ -1,4 +1,5 @@
 import { execa } from 'execa';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -103,11 +104,18 @@ export async function makeSandbox(options: { os?: string; arch?: 'x64' | 'arm64'
     res.writeHead(ok ? 200 : 401, { 'content-type': 'application/json' }).end(ok ? '{"jsonrpc":"2.0","id":1,"result":{}}' : '{"error":"unauthorized"}');
   });
   mcp.url = `${mcpServer.url}/mcp`;
-  // $state/unhealthy-version: a gateway running that OpenClaw version does not answer (a broken build).
+  // $state/unhealthy-version: a gateway running that OpenClaw version does not answer (a broken build);
+  // $state/unhealthy-node-version: the same on that Node (what the installed node --version says).
   const unhealthy = (): boolean => {
     try {
       const want = fs.readFileSync(path.join(state, 'unhealthy-version'), 'utf8').trim();
-      return JSON.parse(fs.readFileSync(path.join(root, 'opt/service-deploy/node/lib/node_modules/openclaw/package.json'), 'utf8')).version === want;
+      if (JSON.parse(fs.readFileSync(path.join(root, 'opt/service-deploy/node/lib/node_modules/openclaw/package.json'), 'utf8')).version === want) return true;
+    } catch {
+      // no such switch, or no package
+    }
+    try {
+      const want = fs.readFileSync(path.join(state, 'unhealthy-node-version'), 'utf8').trim();
+      return execFileSync(path.join(root, 'opt/service-deploy/node/bin/node'), ['--version'], { env: { PATH: process.env.PATH, STANDIN_LOG: '/dev/null' } }).toString().trim() === `v${want}`;
     } catch {
       return false;
     }

@@ -35,6 +35,7 @@ const ARGS: Record<string, unknown[]> = {
   write: ['/etc/app/config', 'v2\n', { mode: 0o644 }],
   writeNew: ['/etc/app/new', 'x', { mode: 0o600 }],
   copyNew: ['/etc/app/config', '/etc/app/copy', { mode: 0o600 }],
+  copyTree: ['/etc/app', '/etc/app-copy'],
   createNew: ['/etc/app/new', { mode: 0o600 }],
   makeTempDir: ['/etc/app/config'],
   mkdir: ['/etc/app/dir', 0o755],

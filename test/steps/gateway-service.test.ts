@@ -43,6 +43,12 @@ describe('the gateway unit', () => {
     for (const option of ['MemoryDenyWriteExecute', 'PrivateNetwork', 'PrivateUsers', 'ProcSubset', 'RestrictSUIDSGID']) expect(text).toMatch(new RegExp(`# Relaxation: no ${option}`));
   });
 
+  it('closes the way to both service managers (a transient unit would run outside the sandbox)', () => {
+    const hidden = gatewayUnitFile().content.split('\n').filter((l) => l.startsWith('InaccessiblePaths=')).flatMap((l) => l.slice('InaccessiblePaths='.length).split(/\s+/));
+    for (const p of ['-%t/bus', '-%t/systemd', '-/run/dbus', '-/run/systemd/private']) expect(hidden).toContain(p);
+    expect(gatewayUnitFile().content).toMatch(/^UnsetEnvironment=DBUS_SESSION_BUS_ADDRESS$/m);
+  });
+
   const analyze = fs.existsSync('/usr/bin/systemd-analyze') ? it : it.skip;
   analyze(`systemd-analyze security rates it at most ${EXPOSURE_TARGET} (the unit before the sandbox: 9.6 or worse)`, async () => {
     const dir = tempDir('unit-');

@@ -1,0 +1,50 @@
+import type { Answers } from '../answers/index.js';
+import type { Host } from '../host/index.js';
+import { LAYOUT } from '../layout.js';
+import type { PipelineOutcome } from '../pipeline/runner.js';
+import type { InstallOptions } from '../pipeline/step.js';
+import { meshUrl } from '../steps/mesh-client.js';
+
+/** Where the install's log is, and what is in it. */
+export const LOG_HINT = `${LAYOUT.installLog} (every command this run ran, with its output)`;
+
+/**
+ * What a person needs once the install ran, after the recap: where the agent is
+ * reachable (the mesh URL), how to pair a device, how to check health, where the logs
+ * are (stdout). After a failure, what to do and where the log is (stderr, with the
+ * other diagnostics). Nothing after --check or --diff (nothing was done).
+ */
+export async function nextSteps(host: Host, outcome: PipelineOutcome, options: InstallOptions, answers: Answers): Promise<{ stdout: string[]; stderr: string[] }> {
+  if (options.check) return { stdout: [], stderr: [] };
+  const failed = outcome.results.find((r) => r.status === 'failed');
+  if (failed) {
+    return {
+      stdout: [],
+      stderr: [
+        '',
+        `Stopped at: ${failed.title}: ${failed.error ?? 'failed'}`,
+        `What to do: ${failed.hint ?? 'fix the cause above'}`,
+        'Then run the same command again: it continues from there (what is already done is kept).',
+        `Log: ${LOG_HINT}`,
+      ],
+    };
+  }
+  const url = await meshUrl(host).catch(() => undefined);
+  const rows: Array<[string, string]> = [
+    ['Agent', `${answers.customerName}, model ${answers.modelId}`],
+    [
+      'On the mesh',
+      url
+        ? `${url} (from devices in the same mesh network only)`
+        : `the mesh client does not say (host name ${answers.meshHostname}): \`tailscale status\` shows why`,
+    ],
+    ['Pair a device', `open ${url ?? 'the mesh URL'} on the device, then here: \`sudo service-deploy devices list\` and \`sudo service-deploy devices approve <request-id>\``],
+  ];
+  if (options.channel) rows.push(['Channel', '`sudo service-deploy channel show` prints what the portal needs (URL, certificate pin)']);
+  rows.push(
+    ['Health', '`sudo service-deploy doctor` (`--fix` repairs what it safely can); `sudo service-deploy status` for a summary'],
+    ['Logs', `${LOG_HINT}; the agent's: \`sudo service-deploy gateway logs\``],
+  );
+  const width = Math.max(...rows.map(([label]) => label.length)) + 2;
+  return { stdout: ['', ...rows.map(([label, text]) => `${`${label}:`.padEnd(width + 1)}${text}`)], stderr: [] };
+}
