@@ -44,16 +44,21 @@ describe('node-runtime: the installed Node is run once per binary, then known by
     expect(second).toMatchObject({ nodeRuns: 0, step: { status: 'ok' } });
   }, 120_000);
 
-  it('another Node put in its place is noticed (it says another version) and replaced', async () => {
+  it('another Node put in its place (it says another version) is noticed: an upgrade puts the pinned one back, verified and stamped', async () => {
     const file = path.join(sb.root, NODE);
     const original = fs.readFileSync(file);
     fs.writeFileSync(file, String(original).replace('${STANDIN_NODE_VERSION:-24.21.0}', '20.0.0'), { mode: 0o755 });
     expect(String(fs.readFileSync(file))).toContain('20.0.0');
-    const run = await rerun();
-    expect(run.step.status).toBe('changed');
-    expect(run.step.changes).toEqual([`Node 20.0.0 -> ${NODE_VERSION}`]);
+    sb.clearCalls();
+    const result = await sb.install(['--non-interactive', '--json']);
+    expect(result.exitCode, String(result.stderr)).toBe(0);
+    const recap = JSON.parse(String(result.stdout));
+    // A different Node on a deployed server is an upgrade (install/upgrade.ts), whose install stamps the new binary.
+    expect(recap.upgrade).toMatchObject({ node: { from: '20.0.0', to: NODE_VERSION } });
+    expect(recap.steps.find((s: { id: string }) => s.id === 'node-runtime').changes).toEqual([`record the verified Node ${NODE_VERSION} binary`]);
     expect(String(fs.readFileSync(file))).not.toContain('20.0.0');
-    expect((await rerun()).nodeRuns).toBe(0);
+    expect(JSON.parse(sb.read(STAMP)!).version).toBe(NODE_VERSION);
+    expect(await rerun()).toMatchObject({ nodeRuns: 0, step: { status: 'ok' } });
   }, 120_000);
 
   it('a stamp that does not match the file is ignored: the binary is run', async () => {
