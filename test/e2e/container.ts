@@ -257,7 +257,11 @@ export class Container {
     const binds = (this.options.binds ?? []).map(([from, to]) => `--bind=${from}:${to}`);
     const network = this.options.net ? [`--network-namespace-path=${this.options.net.path}`] : [];
     const out = fs.openSync(this.nspawnLog, 'a');
-    const child = spawn('systemd-nspawn', ['--register=no', '--keep-unit', '--console=passive', `--machine=${this.options.hostname}`, ...network, ...binds, '-D', this.root, '-b'], {
+    // read-only: nspawn copies the container's console into its log. With passive nobody
+    // reads the console's pseudo-TTY; once its buffer is full, every write to /dev/console
+    // blocks, PID 1's own included (cloud-final's output goes to journal+console), and the
+    // whole container stops answering.
+    const child = spawn('systemd-nspawn', ['--register=no', '--keep-unit', '--console=read-only', `--machine=${this.options.hostname}`, ...network, ...binds, '-D', this.root, '-b'], {
       stdio: ['ignore', out, out],
       detached: true,
     });
