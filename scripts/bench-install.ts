@@ -1,6 +1,6 @@
 // Install benchmark: the no-op re-run's wall time as a ratio to `--version`, both
 // measured in the same rounds (interleaved) on a sandbox server with the test
-// stand-ins. Target: at most 5x.
+// stand-ins. Target: at most 3x.
 import { execa } from 'execa';
 import { BINARY } from '../test/helpers/binary.js';
 import { FIRST_INSTALL, makeSandbox } from '../test/helpers/sandbox.js';
@@ -26,8 +26,8 @@ try {
   }
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
   const ratio = median(noop) / median(version);
-  const ok = ratio <= 5;
-  console.log(`${ok ? 'ok  ' : 'SLOW'} ${'no-op install re-run / --version'.padEnd(40)} ${ratio.toFixed(2).padStart(6)}x  (target <= 5x; ${median(noop).toFixed(0)} ms vs ${median(version).toFixed(1)} ms, ${rounds} rounds)`);
+  const ok = ratio <= 3;
+  console.log(`${ok ? 'ok  ' : 'SLOW'} ${'no-op install re-run / --version'.padEnd(40)} ${ratio.toFixed(2).padStart(6)}x  (target <= 3x; ${median(noop).toFixed(0)} ms vs ${median(version).toFixed(1)} ms, ${rounds} rounds)`);
   process.exitCode = ok ? 0 : 1;
 } finally {
   await sb.close();

@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 // Builds the single executable:
-//   1. bundle src/ into one CommonJS file (esbuild);
+//   1. bundle src/ with esbuild, split at every dynamic import() into chunks (ESM, the
+//      only format esbuild splits), each turned into CommonJS for the SEA loader
+//      (scripts/sea-main.cjs), which compiles a chunk only when it is first required;
 //   2. for each target (linux-x64, linux-arm64): a SEA blob from sea-config.json with
 //      every file of templates/ embedded as an asset, a stripped copy of the pinned
 //      Node binary (npm packages node-linux-<arch>, integrity from package-lock.json),
@@ -26,7 +28,8 @@ import * as esbuild from 'esbuild';
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const build = path.join(repo, 'build');
 const dist = path.join(repo, 'dist');
-const bundleFile = path.join(build, 'service-deploy.cjs');
+const esmDir = path.join(build, 'esm');
+const chunksDir = path.join(build, 'chunks');
 const pkg = JSON.parse(fs.readFileSync(path.join(repo, 'package.json'), 'utf8'));
 const lock = JSON.parse(fs.readFileSync(path.join(repo, 'package-lock.json'), 'utf8'));
 const SENTINEL = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2';
@@ -41,13 +44,23 @@ const only = process.argv.includes('--native') ? hostArch : process.env.SERVICE_
 fs.mkdirSync(build, { recursive: true });
 fs.mkdirSync(dist, { recursive: true });
 
-/** Build-time shims (see scripts/shims/): a lazy `string-width`, a narrowed `@inquirer/prompts`. */
+/**
+ * Build-time shims (see scripts/shims/): a lazy `string-width`, a plain-text fast
+ * `wrap-ansi`, a narrowed `@inquirer/prompts`, listr2's task ids without node:crypto,
+ * and for yargs only a two-function `assert` and an `escalade/sync` that finds nothing.
+ */
 const startupShims = {
   name: 'startup-shims',
   setup(b) {
+    const inYargs = (args) => /[\\/]node_modules[\\/]yargs[\\/]/.test(args.importer);
+    b.onResolve({ filter: /^(node:)?assert$/ }, (args) => (inYargs(args) ? { path: path.join(repo, 'scripts/shims/assert.cjs') } : undefined));
+    b.onResolve({ filter: /^escalade\/sync$/ }, (args) => (inYargs(args) ? { path: path.join(repo, 'scripts/shims/escalade-sync.cjs') } : undefined));
+    b.onResolve({ filter: /^wrap-ansi$/ }, () => ({ path: path.join(repo, 'scripts/shims/wrap-ansi.mjs') }));
+    b.onResolve({ filter: /^wrap-ansi-real$/ }, () => ({ path: path.join(repo, 'node_modules/wrap-ansi/index.js') }));
     b.onResolve({ filter: /^string-width$/ }, () => ({ path: path.join(repo, 'scripts/shims/string-width.cjs') }));
     b.onResolve({ filter: /^string-width-real$/ }, () => ({ path: path.join(repo, 'node_modules/string-width/index.js') }));
     b.onResolve({ filter: /^@inquirer\/prompts$/ }, () => ({ path: path.join(repo, 'scripts/shims/inquirer-prompts.mjs') }));
+    b.onResolve({ filter: /^(node:)?crypto$/ }, (args) => (/[\\/]node_modules[\\/]listr2[\\/]/.test(args.importer) ? { path: path.join(repo, 'scripts/shims/listr2-crypto.cjs') } : undefined));
   },
 };
 
@@ -78,47 +91,105 @@ const version = execFileSync(path.join(dist, 'service-deploy'), ['--version'], {
 console.error(`built service-deploy ${version} in ${((Date.now() - started) / 1000).toFixed(1)} s -> dist/ (signed with ${signedWith})`);
 
 async function bundle() {
-  await esbuild.build({
-    entryPoints: [path.join(repo, 'src/main.ts')],
-    outfile: bundleFile,
+  // ESM first (the only format esbuild splits), with linked source maps that the second
+  // pass reads: the chunks' maps then point into src/ (src/stack.ts, --verbose).
+  fs.rmSync(esmDir, { recursive: true, force: true });
+  const result = await esbuild.build({
+    entryPoints: { main: path.join(repo, 'src/main.ts') },
+    outdir: esmDir,
     bundle: true,
+    splitting: true,
     platform: 'node',
-    format: 'cjs',
+    format: 'esm',
     target: 'node24',
     // Full minification: a smaller script parses faster, and cold start is measured.
     minify: true,
-    // A source map next to the bundle (embedded as an asset below), for --verbose stack
-    // traces (src/stack.ts); no comment in the bundle, and no sources in the map (small).
-    sourcemap: 'external',
+    sourcemap: 'linked',
     sourcesContent: false,
     legalComments: 'none',
     logLevel: 'warning',
-    // ESM dependencies (yargs) ask import.meta.url for their own location.
-    banner: { js: '//# allFunctionsCalledOnLoad\nvar __import_meta_url = require("node:url").pathToFileURL(__filename).href;' },
+    chunkNames: '[name]-[hash]',
+    metafile: true,
     plugins: [startupShims],
     define: {
+      // ESM dependencies (yargs) ask import.meta.url for their own location.
       'import.meta.url': '__import_meta_url',
       SERVICE_DEPLOY_VERSION: JSON.stringify(pkg.version),
     },
   });
+  // Which sources went into which chunk (for whoever wonders what a start loads).
+  fs.writeFileSync(path.join(build, 'chunks.json'), JSON.stringify(chunkContents(result.metafile), null, 1));
+  fs.rmSync(chunksDir, { recursive: true, force: true });
+  // import/export between chunks become require/exports (import() a lazy require): the
+  // loader gives every chunk one module instance, shared by all its importers. A chunk
+  // that names import.meta.url gets it defined first. The banner's first line is a
+  // comment that the loader's wrapper shares, so the code's lines are the map's lines.
+  const chunks = fs.readdirSync(esmDir).filter((name) => name.endsWith('.js')).map((name) => path.join(esmDir, name));
+  // Under our package.json ("type": "module") esbuild would give an import() between the
+  // chunks Node's CommonJS interop (`default` = the whole module.exports): the chunks are
+  // ES modules turned into CommonJS, whose `default` is their default export.
+  fs.writeFileSync(path.join(esmDir, 'package.json'), '{ "type": "commonjs" }\n');
+  const needsUrl = (file) => fs.readFileSync(file, 'utf8').includes('__import_meta_url');
+  const comment = '// service-deploy chunk (scripts/sea-main.cjs)';
+  for (const [entryPoints, banner] of [
+    [chunks.filter(needsUrl), `${comment}\nvar __import_meta_url=require("node:url").pathToFileURL(__filename).href;`],
+    [chunks.filter((file) => !needsUrl(file)), comment],
+  ]) {
+    if (entryPoints.length === 0) continue;
+    await esbuild.build({
+      entryPoints,
+      outdir: chunksDir,
+      bundle: false,
+      platform: 'node',
+      format: 'cjs',
+      target: 'node24',
+      minify: true,
+      sourcemap: 'external',
+      sourcesContent: false,
+      legalComments: 'none',
+      logLevel: 'warning',
+      supported: { 'dynamic-import': false },
+      banner: { js: banner },
+    });
+  }
+}
+
+function chunkContents(metafile) {
+  return Object.fromEntries(
+    Object.entries(metafile.outputs)
+      .filter(([file]) => file.endsWith('.js'))
+      .map(([file, output]) => [
+        path.basename(file),
+        {
+          bytes: output.bytes,
+          imports: output.imports.map((i) => `${i.kind === 'dynamic-import' ? 'lazy ' : ''}${path.basename(i.path)}`),
+          inputs: Object.entries(output.inputs)
+            .sort((a, b) => b[1].bytesInOutput - a[1].bytesInOutput)
+            .map(([input, { bytesInOutput }]) => `${bytesInOutput} ${input.replace(/^node_modules\//, '')}`),
+        },
+      ]),
+  );
 }
 
 function buildTarget({ arch, strip }) {
   const templates = fs.readdirSync(path.join(repo, 'templates')).sort();
   const base = JSON.parse(fs.readFileSync(path.join(repo, 'sea-config.json'), 'utf8'));
-  // The SEA entry is a small loader; the program itself and its code cache are assets.
-  const caches = Object.fromEntries(['cli', 'install', 'ops'].map((plan) => [plan, path.join(build, `code-cache-${plan}-${arch}.bin`)]));
-  for (const file of Object.values(caches)) fs.rmSync(file, { force: true });
+  // The SEA entry is a small loader; the chunks, their source maps and code caches are assets.
+  const chunks = fs.readdirSync(chunksDir).filter((name) => name.endsWith('.js')).sort();
+  const caches = path.join(build, `code-cache-${arch}`);
+  fs.rmSync(caches, { recursive: true, force: true });
   if (base.useCodeCache && arch === hostArch) {
-    // Made by the same Node (V8) as the target: a cache is only valid for the V8 that made it.
-    for (const [plan, file] of Object.entries(caches)) {
-      execFileSync(nodeBinary(arch).binary, [path.join(repo, 'scripts/code-cache.cjs'), bundleFile, file, plan], {
-        stdio: ['ignore', 'ignore', 'inherit'],
-      });
-    }
+    // Made by the same Node (V8) as the target, with the binary's V8 flags: a cache is only
+    // valid for the V8 (and the code-generation flags) that made it.
+    execFileSync(nodeBinary(arch).binary, [...(base.execArgv ?? []), path.join(repo, 'scripts/code-cache.cjs'), chunksDir, caches], {
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
   }
   const versionFile = path.join(build, 'version.txt');
   fs.writeFileSync(versionFile, pkg.version);
+  // The top-level help as printed to a pipe: the loader answers a bare --help with it.
+  const helpFile = path.join(build, 'help.txt');
+  execFileSync(process.execPath, [path.join(repo, 'scripts/help-text.cjs'), chunksDir, helpFile], { stdio: ['ignore', 'ignore', 'inherit'] });
   const config = {
     ...base,
     main: path.join(repo, base.main),
@@ -127,10 +198,12 @@ function buildTarget({ arch, strip }) {
     useCodeCache: base.useCodeCache && arch === hostArch,
     assets: {
       ...Object.fromEntries(templates.map((name) => [`templates/${name}`, path.join(repo, 'templates', name)])),
-      'service-deploy.cjs': bundleFile,
-      'service-deploy.cjs.map': `${bundleFile}.map`,
       'version.txt': versionFile,
-      ...Object.fromEntries(Object.entries(caches).filter(([, file]) => fs.existsSync(file)).map(([plan, file]) => [`code-cache-${plan}.bin`, file])),
+      'help.txt': helpFile,
+      ...Object.fromEntries(chunks.flatMap((name) => [`chunks/${name}`, `chunks/${name}.map`].map((asset) => [asset, path.join(chunksDir, path.basename(asset))]))),
+      ...Object.fromEntries(
+        chunks.filter((name) => fs.existsSync(path.join(caches, `${name}.cache`))).map((name) => [`chunks/${name}.cache`, path.join(caches, `${name}.cache`)]),
+      ),
     },
   };
   const configPath = path.join(build, `sea-config-${arch}.json`);

@@ -1,9 +1,8 @@
 import yargs from 'yargs';
-import { ArgumentError, CancelledError, DeployError, ExitCode, exitCodeOf } from './errors.js';
-import { jsonDocumentsPrinted, printError, resetJsonDocuments, wantsJson } from './output.js';
+import { ArgumentError, ExitCode, exitCodeOf } from './errors.js';
+import { jsonDocumentsPrinted, reportError, resetJsonDocuments, wantsJson } from './output.js';
 import { VERSION } from './version.js';
 import { commands } from './commands/index.js';
-import { sourceMapped } from './stack.js';
 import { checkEnvironment } from './environment.js';
 import type { FallbackCompletionFunction } from 'yargs';
 import { voiceProviders } from './profile-values.js';
@@ -116,19 +115,4 @@ function usageError(message: string, args: readonly string[]): ArgumentError {
     ...(words.length ? [`unexpected argument${words.length > 1 ? 's' : ''} ${words.join(', ')} for \`${command}\``] : []),
   ];
   return new ArgumentError(parts.join('; '), hint);
-}
-
-export function reportError(error: unknown, verbose = false): void {
-  if (error instanceof CancelledError) {
-    printError(`Cancelled: ${error.message}`);
-  } else if (error instanceof DeployError) {
-    printError(`Error: ${error.message}`);
-    if (error.hint) printError(`  -> ${error.hint}`);
-    // --verbose: where it was raised, in the TypeScript sources.
-    if (verbose && error.stack) printError(sourceMapped(error.stack).split('\n').filter((line) => /^\s+at /.test(line)).join('\n'));
-  } else {
-    const text = error instanceof Error ? (error.stack ? sourceMapped(error.stack) : error.message) : String(error);
-    printError(`Internal error: ${text}`);
-    printError('  -> this is a bug in service-deploy; please report it with the output above');
-  }
 }

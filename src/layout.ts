@@ -68,6 +68,8 @@ export const LAYOUT = {
   channelFirewallUnitFile: '/etc/systemd/system/service-channel-firewall.service',
   /** What the install opened in ufw/firewalld for the channel port (reset closes exactly that). */
   channelPortState: '/var/lib/service-deploy/channel-port.json',
+  /** The installed Node binary's identity and the version it printed (steps/node-runtime.ts). */
+  nodeStamp: '/var/lib/service-deploy/node-runtime.json',
 
   guardScript: '/usr/local/bin/service-guard.sh',
   guardCron: '/etc/cron.d/service-guard',

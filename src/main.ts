@@ -12,9 +12,15 @@ for (const stream of [process.stdout, process.stderr]) {
   });
 }
 
+/** Kept equal to the keys of BARE_COMMANDS in bare.ts (a test checks). */
+const BARE = ['guard', 'doctor', 'status'];
+
 const args = process.argv.slice(2);
 if (args.length === 1 && (args[0] === '--version' || args[0] === '-V')) {
   process.stdout.write(`${SERVICE_DEPLOY_VERSION}\n`);
+} else if (args.length === 1 && BARE.includes(args[0]!)) {
+  // `service-deploy guard` (the hourly cron), `doctor`, `status`: nothing to parse (bare.ts).
+  void import('./bare.js').then(({ runBare }) => runBare(args[0]!));
 } else {
   void import('./cli.js').then(({ main }) => main(args));
 }

@@ -1,3 +1,6 @@
+import { CancelledError, DeployError } from './errors.js';
+import { sourceMapped } from './stack.js';
+
 /** stdout is for data (and --json); everything human and diagnostic goes to stderr. */
 
 let jsonDocuments = 0;
@@ -43,4 +46,20 @@ export function printLine(line = ''): void {
 
 export function printError(line: string): void {
   process.stderr.write(`${line}\n`);
+}
+
+/** The one way an error reaches a person: its message and what to do (hint); anything else is a bug. */
+export function reportError(error: unknown, verbose = false): void {
+  if (error instanceof CancelledError) {
+    printError(`Cancelled: ${error.message}`);
+  } else if (error instanceof DeployError) {
+    printError(`Error: ${error.message}`);
+    if (error.hint) printError(`  -> ${error.hint}`);
+    // --verbose: where it was raised, in the TypeScript sources.
+    if (verbose && error.stack) printError(sourceMapped(error.stack).split('\n').filter((line) => /^\s+at /.test(line)).join('\n'));
+  } else {
+    const text = error instanceof Error ? (error.stack ? sourceMapped(error.stack) : error.message) : String(error);
+    printError(`Internal error: ${text}`);
+    printError('  -> this is a bug in service-deploy; please report it with the output above');
+  }
 }

@@ -1,32 +1,36 @@
-import { z } from 'zod';
+import * as z from './zod.js';
 import { UsageError } from './errors.js';
 import { MAX_MODEL_ID_LENGTH, MODEL_ID, SLUG, serviceUrlProblem, textProblem } from './input.js';
 import { PROFILE_ENV, profileValues } from './profile-values.js';
 
 export { isLoopback } from './input.js';
 
-const httpsOrLoopbackUrl = z
-  .string()
-  .superRefine((value, ctx) => {
-    const problem = serviceUrlProblem(value);
-    if (problem) ctx.addIssue({ code: 'custom', message: problem });
-  })
-  .transform((value) => value.replace(/\/+$/, ''));
+const httpsOrLoopbackUrl = z.pipe(
+  z.string().check(
+    z.superRefine((value: string, ctx) => {
+      const problem = serviceUrlProblem(value);
+      if (problem) ctx.addIssue({ code: 'custom', message: problem });
+    }),
+  ),
+  z.transform((value: string) => value.replace(/\/+$/, '')),
+);
 
-const slug = z.string().max(64).regex(SLUG, 'must be a lowercase slug');
+const slug = z.string().check(z.maxLength(64), z.regex(SLUG, 'must be a lowercase slug'));
 const plainText = (max: number) =>
-  z.string().superRefine((value, ctx) => {
-    const problem = textProblem(value, max);
-    if (problem) ctx.addIssue({ code: 'custom', message: problem });
-  });
+  z.string().check(
+    z.superRefine((value: string, ctx) => {
+      const problem = textProblem(value, max);
+      if (problem) ctx.addIssue({ code: 'custom', message: problem });
+    }),
+  );
 
 export const ServiceProfileSchema = z.object({
-  serviceName: plainText(80).pipe(z.string().min(1)),
+  serviceName: z.pipe(plainText(80), z.string().check(z.minLength(1))),
   setupUrl: httpsOrLoopbackUrl,
   aiGatewayUrl: httpsOrLoopbackUrl,
   aiGatewayApi: slug,
   gatewayProviderName: slug,
-  defaultModelId: plainText(MAX_MODEL_ID_LENGTH).pipe(z.string().regex(MODEL_ID, 'may contain only letters, digits and . _ : / @ -')),
+  defaultModelId: z.pipe(plainText(MAX_MODEL_ID_LENGTH), z.string().check(z.regex(MODEL_ID, 'may contain only letters, digits and . _ : / @ -'))),
   mcpUrl: httpsOrLoopbackUrl,
   partnerApiUrl: httpsOrLoopbackUrl,
   voiceProviders: z.tuple([slug, slug]),

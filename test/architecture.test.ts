@@ -9,7 +9,7 @@ import { REPO } from './helpers/binary.js';
  * "no cycle between folders" below.
  */
 const LAYERS: ReadonlyArray<readonly [string, readonly string[]]> = [
-  ['entry', ['main.ts', 'cli.ts']],
+  ['entry', ['main.ts', 'cli.ts', 'bare.ts']],
   ['commands', ['commands/']],
   ['orchestration', ['install/', 'doctor/', 'ops/']],
   ['enforcement', ['guard/']],
@@ -17,7 +17,7 @@ const LAYERS: ReadonlyArray<readonly [string, readonly string[]]> = [
   ['pipeline', ['pipeline/']],
   ['domain', ['answers/', 'config/', 'runtime/', 'channel/', 'partner/', 'render/']],
   ['host', ['host/']],
-  ['foundation', ['profile.ts', 'profile-values.ts', 'components.ts', 'assets.ts', 'layout.ts', 'errors.ts', 'output.ts', 'version.ts', 'input.ts', 'environment.ts', 'stack.ts', 'json/']],
+  ['foundation', ['profile.ts', 'profile-values.ts', 'components.ts', 'assets.ts', 'layout.ts', 'errors.ts', 'output.ts', 'version.ts', 'input.ts', 'environment.ts', 'stack.ts', 'zod.ts', 'json/']],
 ];
 
 /** Folders that are reached only through their index.ts (one door). */

@@ -1,6 +1,7 @@
 import { execa } from 'execa';
 import fs from 'node:fs';
 import path from 'node:path';
+import * as esbuild from 'esbuild';
 import { describe, expect, it } from 'vitest';
 import { BINARY, NODE24, REPO, cleanEnv, requireBinary, runBinary } from './helpers/binary.js';
 import { tempDir } from './helpers/tmp.js';
@@ -86,6 +87,21 @@ describe('the single executable', () => {
     }
   });
 
+  it("a bare --help comes from the text the build saved: the same as the program's own, and a narrow terminal still gets it wrapped to fit", async () => {
+    const saved = await runBinary(['--help']);
+    // Any other argument goes through the CLI parser; --verbose changes nothing in the help.
+    const parsed = await runBinary(['--help', '--verbose']);
+    expect(saved.exitCode).toBe(0);
+    expect(saved.stdout).toBe(parsed.stdout);
+    expect((await runBinary(['-h'])).stdout).toBe(parsed.stdout);
+    // On an 80-column terminal the program wraps its help to 80 columns.
+    const narrow = await execa('script', ['-qc', `stty cols 80; "${BINARY}" --help`, '/dev/null'], { env: cleanEnv(), extendEnv: false, reject: false });
+    const lines = narrow.stdout.replaceAll('\r', '').split('\n');
+    expect(lines.length, narrow.stdout).toBeGreaterThan(parsed.stdout.split('\n').length);
+    expect(Math.max(...lines.map((l) => l.length))).toBeLessThanOrEqual(80);
+    expect(lines.join('\n')).toContain('Exit codes: 0 done');
+  });
+
   it('exits 2 with a hint on an unknown flag', async () => {
     const result = await runBinary(['--no-such-flag']);
     expect(result.exitCode).toBe(2);
@@ -102,5 +118,85 @@ describe('the single executable', () => {
     }
     const { stdout: kind } = await execa('file', ['-b', path.join(REPO, 'dist/service-deploy-linux-arm64')], { reject: false });
     if (kind) expect(kind).toMatch(/aarch64|ARM aarch64/);
+  });
+});
+
+describe('the build: chunks loaded on demand', () => {
+  const chunks = () => JSON.parse(fs.readFileSync(path.join(REPO, 'build/chunks.json'), 'utf8')) as Record<string, { imports: string[]; inputs: string[] }>;
+  /** The sources a start loads: `roots` and every chunk they import statically. */
+  const loaded = (graph: ReturnType<typeof chunks>, roots: string[]) => {
+    const closure = new Set<string>();
+    const visit = (name: string) => {
+      if (closure.has(name) || !graph[name]) return;
+      closure.add(name);
+      for (const i of graph[name]!.imports) if (!i.startsWith('lazy ')) visit(i);
+    };
+    for (const root of roots) visit(root);
+    return [...closure].flatMap((name) => graph[name]!.inputs.map((i) => i.split(' ')[1]!));
+  };
+
+  it('--help loads the CLI only: none of the install, doctor, guard, host, zod, tar, JSON5 or partner code', () => {
+    const graph = chunks();
+    const cli = graph['main.js']!.imports.filter((i) => i.startsWith('lazy ')).map((i) => i.slice(5));
+    const inputs = loaded(graph, ['main.js', ...cli]);
+    expect(inputs.some((i) => i.includes('yargs'))).toBe(true);
+    for (const heavy of ['src/steps/', 'src/install/install', 'src/doctor/', 'src/guard/', 'src/host/', 'zod', 'json5', 'tar/', 'libphonenumber', 'src/partner/', 'execa', 'listr2']) {
+      expect(inputs.filter((i) => i.includes(heavy)), heavy).toEqual([]);
+    }
+  });
+
+  it('a bare guard, doctor or status (src/bare.ts) loads no CLI parser', () => {
+    const graph = chunks();
+    const bare = Object.keys(graph).find((name) => name.startsWith('bare-'));
+    expect(bare, 'a chunk for src/bare.ts').toBeDefined();
+    const inputs = loaded(graph, ['main.js', bare!]);
+    expect(inputs).toContain('src/bare.ts');
+    expect(inputs.filter((i) => /yargs|cliui|src\/cli\.ts/.test(i))).toEqual([]);
+  });
+
+  it("an import() between chunks keeps ES module semantics: `default` is the default export, not Node's CommonJS interop", () => {
+    // esbuild marks a CommonJS-interop import() with a second argument 1 (`__toESM(require("./x.js"), 1)`):
+    // listr2's `(await import('wrap-ansi')).default` then got the module object and the terminal renderer failed.
+    const dir = path.join(REPO, 'build/chunks');
+    const interop = fs.readdirSync(dir).filter((name) => name.endsWith('.js') && /\(require\("\.\/[\w.-]+\.js"\),1\)/.test(fs.readFileSync(path.join(dir, name), 'utf8')));
+    expect(interop).toEqual([]);
+  });
+
+  it("zod's locales are not bundled (a namespace import lets the bundler drop what is unused)", () => {
+    const inputs = Object.values(chunks()).flatMap((chunk) => chunk.inputs);
+    expect(inputs.filter((i) => i.includes('zod/v4/locales/') && !i.includes('locales/en.js'))).toEqual([]);
+  });
+
+  it('an error class thrown in one chunk is recognised in another (one module instance): exit 2, no "Internal error"', async () => {
+    // Raised in the answers' chunk (loaded by render), judged by the CLI's chunk.
+    const result = await runBinary(['render', 'cron'], { env: cleanEnv({ SERVICE_DEPLOY_ROOT: tempDir() }) });
+    expect(result.exitCode).toBe(2);
+    expect(result.stderr).toMatch(/^Error: missing answers/);
+    expect(result.stderr).not.toContain('Internal error');
+  });
+
+  it('the wrap-ansi shim lays out plain text exactly like wrap-ansi, and hands anything else to it', async () => {
+    const out = path.join(tempDir(), 'shim.mjs');
+    await esbuild.build({
+      stdin: { contents: "export { default as shim } from './scripts/shims/wrap-ansi.mjs'; export { default as real } from 'wrap-ansi';", resolveDir: REPO },
+      bundle: true,
+      format: 'esm',
+      platform: 'node',
+      outfile: out,
+      logLevel: 'error',
+      plugins: [{ name: 'real', setup: (b) => b.onResolve({ filter: /^wrap-ansi-real$/ }, () => ({ path: path.join(REPO, 'node_modules/wrap-ansi/index.js') })) }],
+    });
+    const { shim, real } = (await import(out)) as Record<'shim' | 'real', (s: string, c: number, o?: object) => string>;
+    let seed = 42;
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    const alphabet = 'abc defgh  ijklmnopq--rstuv.wxyz\n';
+    for (let n = 0; n < 3000; n++) {
+      const text = Array.from({ length: Math.floor(random() * 120) }, () => alphabet[Math.floor(random() * alphabet.length)]).join('');
+      const columns = 1 + Math.floor(random() * 40);
+      const options = [{}, { hard: true }, { trim: false }, { hard: true, trim: false }, { wordWrap: false }, { hard: true, wordWrap: false, trim: false }][n % 6];
+      expect(shim(text, columns, options), JSON.stringify({ text, columns, options })).toBe(real(text, columns, options));
+    }
+    expect(shim('\u001B[31mred text\u001B[39m and more', 8)).toBe(real('\u001B[31mred text\u001B[39m and more', 8));
+    expect(shim('Grüße aus Köln und 日本語', 6, { hard: true })).toBe(real('Grüße aus Köln und 日本語', 6, { hard: true }));
   });
 });

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from '../zod.js';
 import { environmentProblems } from '../environment.js';
 import { UsageError } from '../errors.js';
 import { MAX_MODEL_ID_LENGTH, MODEL_ID, textProblem } from '../input.js';
@@ -43,37 +43,43 @@ export const ANSWER_MAX_LENGTH: Record<AnswerField, number> = {
 
 /** The rules every answer meets first: no control or bidi characters, bounded length. */
 const text = (what: string, field: AnswerField) =>
-  z.string().superRefine((value, ctx) => {
-    const problem = textProblem(value, ANSWER_MAX_LENGTH[field]);
-    if (problem) ctx.addIssue({ code: 'custom', message: `${what} ${problem}`, abort: true });
-  });
+  z.string().check(
+    z.superRefine((value: string, ctx) => {
+      const problem = textProblem(value, ANSWER_MAX_LENGTH[field]);
+      if (problem) ctx.addIssue({ code: 'custom', message: `${what} ${problem}`, abort: true });
+    }),
+  );
 const token = (what: string, field: AnswerField) =>
-  text(what, field).pipe(z.string().min(1, `${what} is empty`).regex(/^\S+$/, `${what} must not contain spaces`));
+  z.pipe(text(what, field), z.string().check(z.minLength(1, `${what} is empty`), z.regex(/^\S+$/, `${what} must not contain spaces`)));
 const DNS_LABEL = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
 
 export const AnswerSchemas = {
-  customerName: text('customer name', 'customerName').pipe(
-    z
-      .string()
-      .trim()
-      .min(1, 'customer name is empty: give the customer or company name')
-      .refine((name) => slugify(name).length > 0, 'customer name needs at least one letter or digit (it becomes the slug)'),
+  customerName: z.pipe(
+    text('customer name', 'customerName'),
+    z.string().check(
+      z.trim(),
+      z.minLength(1, 'customer name is empty: give the customer or company name'),
+      z.refine((name: string) => slugify(name).length > 0, 'customer name needs at least one letter or digit (it becomes the slug)'),
+    ),
   ),
-  apiKey: token('service API key', 'apiKey')
-    .refine((key) => key.startsWith('pkt_'), 'service API key must start with pkt_ (Partner Portal > Settings > API Keys)')
-    .refine((key) => key.length >= 12, 'service API key is too short to be a real key'),
-  modelId: text('model ID', 'modelId').pipe(
-    z.string().trim().min(1, 'model ID is empty').regex(MODEL_ID, 'model ID may contain only letters, digits and . _ : / @ -'),
+  apiKey: token('service API key', 'apiKey').check(
+    z.refine((key: string) => key.startsWith('pkt_'), 'service API key must start with pkt_ (Partner Portal > Settings > API Keys)'),
+    z.refine((key: string) => key.length >= 12, 'service API key is too short to be a real key'),
+  ),
+  modelId: z.pipe(
+    text('model ID', 'modelId'),
+    z.string().check(z.trim(), z.minLength(1, 'model ID is empty'), z.regex(MODEL_ID, 'model ID may contain only letters, digits and . _ : / @ -')),
   ),
   meshAuthKey: token('mesh network auth key', 'meshAuthKey'),
-  meshHostname: text('mesh network hostname', 'meshHostname').pipe(
-    z
-      .string()
-      .trim()
-      .regex(DNS_LABEL, 'mesh network hostname must be a DNS label: lowercase letters, digits and -, 1-63 characters, not starting or ending with -'),
+  meshHostname: z.pipe(
+    text('mesh network hostname', 'meshHostname'),
+    z.string().check(
+      z.trim(),
+      z.regex(DNS_LABEL, 'mesh network hostname must be a DNS label: lowercase letters, digits and -, 1-63 characters, not starting or ending with -'),
+    ),
   ),
   mcpToken: token('service MCP token', 'mcpToken'),
-} satisfies Record<AnswerField, z.ZodType<string, string>>;
+} satisfies Record<AnswerField, z.ZodMiniType<string, string>>;
 
 export interface Answers {
   customerName: string;
@@ -97,17 +103,15 @@ export function validateAnswer(field: AnswerField, value: string): { ok: true; v
 }
 
 /** The answers kept on the server for the next run (mesh auth key excluded: single-use). */
-export const StoredAnswersSchema = z
-  .object({
-    customerName: z.string(),
-    apiKey: z.string(),
-    modelId: z.string(),
-    meshHostname: z.string(),
-    mcpToken: z.string(),
-    /** Service profile overrides (SERVICE_* URLs) in effect at install; see loadProfile. */
-    serviceOverrides: z.record(z.string(), z.string()).optional(),
-  })
-  .strict();
+export const StoredAnswersSchema = z.strictObject({
+  customerName: z.string(),
+  apiKey: z.string(),
+  modelId: z.string(),
+  meshHostname: z.string(),
+  mcpToken: z.string(),
+  /** Service profile overrides (SERVICE_* URLs) in effect at install; see loadProfile. */
+  serviceOverrides: z.optional(z.record(z.string(), z.string())),
+});
 export type StoredAnswers = z.infer<typeof StoredAnswersSchema>;
 
 const STORED_FIELDS = ['customerName', 'apiKey', 'modelId', 'meshHostname', 'mcpToken'] as const satisfies readonly AnswerField[];

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash } from '../host/crypto.js';
 import { fillTemplate, renderTemplate } from '../render/template.js';
 import { readTemplate } from '../assets.js';
 import type { Cidr } from './allow.js';

@@ -1,4 +1,4 @@
-import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, randomBytes, timingSafeEqual } from '../host/crypto.js';
 
 /**
  * The channel signing protocol (docs/channel-protocol.md), pure: no I/O, no clock

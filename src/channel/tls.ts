@@ -1,4 +1,5 @@
-import { X509Certificate, createPrivateKey } from 'node:crypto';
+import type { X509Certificate } from 'node:crypto';
+import { createPrivateKey, x509Certificate } from '../host/crypto.js';
 
 /** RSA 4096, ten years (3653 days covers the leap days), renewed 30 days before the end. */
 export const TLS_KEY_BITS = 4096;
@@ -53,7 +54,7 @@ export function certProblem(certPem: string | undefined, keyPem: string | undefi
   if (keyPem === undefined) return 'no private key';
   let cert: X509Certificate;
   try {
-    cert = new X509Certificate(certPem);
+    cert = x509Certificate(certPem);
   } catch {
     return 'the certificate is not readable PEM';
   }

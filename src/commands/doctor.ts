@@ -21,22 +21,23 @@ export const doctorCommand: CommandModule<object, DoctorArgs> = {
       .example('$0 doctor --fix', 'Repair what can be repaired safely, then re-check')
       .example('$0 doctor channel-drop-in nginx --json', 'Only these checks, as JSON (schema: docs/json.md)') as Argv<DoctorArgs>,
   handler: async (argv) => {
+    // The JSON documents' schemas only for --json.
     const [{ createHost }, { runDoctor, formatReport, selectChecks, reportError }, { printLine }, json] = await Promise.all([
       import('../host/index.js'),
       import('../doctor/run.js'),
       import('../output.js'),
-      import('../json/index.js'),
+      argv.json ? import('../json/index.js') : undefined,
     ]);
     if (argv.listChecks) {
       const checks = selectChecks(argv.checks ?? []);
-      if (argv.json) return json.emitJson(json.doctorChecksOutput, { ok: true, checks: checks.map((c) => ({ id: c.id, title: c.title })) });
+      if (json) return json.emitJson(json.doctorChecksOutput, { ok: true, checks: checks.map((c) => ({ id: c.id, title: c.title })) });
       for (const c of checks) printLine(`${c.id.padEnd(18)} ${c.title}`);
       return;
     }
     const host = createHost({ verbose: argv.verbose, quiet: argv.json });
     const result = await runDoctor(host, { names: argv.checks ?? [], fix: Boolean(argv.fix) });
     const error = reportError(result);
-    if (argv.json) json.emitJson(json.doctorOutput, { ...result, ...(error ? { error } : {}) });
+    if (json) json.emitJson(json.doctorOutput, { ...result, ...(error ? { error } : {}) });
     else for (const line of formatReport(result)) printLine(line);
     if (!result.ok) process.exitCode = 1;
   },

@@ -14,16 +14,17 @@ export const guardCommand: CommandModule<object, GuardArgs> = {
       .example('$0 guard', 'Restore the routing now (what cron runs hourly via /usr/local/bin/service-guard.sh)')
       .example('$0 guard --check --json', 'Report drift without touching anything') as Argv<GuardArgs>,
   handler: async (argv) => {
-    const [{ createHost }, { runGuard, formatRestoration }, { printLine }, { emitJson, guardOutput }] = await Promise.all([
+    // The JSON documents' schemas only for --json.
+    const [{ createHost }, { runGuard, formatRestoration }, { printLine }, json] = await Promise.all([
       import('../host/index.js'),
       import('../guard/index.js'),
       import('../output.js'),
-      import('../json/index.js'),
+      argv.json ? import('../json/index.js') : undefined,
     ]);
     const host = createHost({ verbose: argv.verbose, quiet: argv.json });
     const outcome = await runGuard(host, { check: Boolean(argv.check) });
-    if (argv.json) {
-      emitJson(guardOutput, { ok: true, check: outcome.check, changed: outcome.restorations.length > 0, restarted: outcome.restarted, restorations: outcome.restorations });
+    if (json) {
+      json.emitJson(json.guardOutput, { ok: true, check: outcome.check, changed: outcome.restorations.length > 0, restarted: outcome.restarted, restorations: outcome.restorations });
       return;
     }
     for (const r of outcome.restorations) printLine(outcome.check ? `would restore ${r.what}: ${r.before} -> ${r.after}` : formatRestoration(r));

@@ -30,9 +30,19 @@ export interface ManagedSettings {
   browserExecutable?: string;
 }
 
-/** Parses openclaw.json (JSON5: comments and trailing commas are allowed there). */
+/**
+ * Parses openclaw.json (JSON5: comments and trailing commas are allowed there). Plain
+ * JSON, what we write, parses natively to the same value (JSON5 is a superset of JSON,
+ * and both define every key as an own property, `__proto__` included); JSON5's parser,
+ * many times slower, only reads a file that is not plain JSON.
+ */
 export function parseRuntimeConfig(text: string): RuntimeConfig {
-  const parsed: unknown = JSON5.parse(text);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = JSON5.parse(text);
+  }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('openclaw.json is not an object');
   return parsed as RuntimeConfig;
 }

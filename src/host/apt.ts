@@ -5,14 +5,37 @@ const APT_ENV = { DEBIAN_FRONTEND: 'noninteractive', NEEDRESTART_MODE: 'a' };
 
 /** Packages of `names` that dpkg does not have installed. */
 export async function missingPackages(host: Host, names: readonly string[]): Promise<string[]> {
-  const result = await host.exec.run('dpkg-query', ['-W', '-f=${Package} ${Status}\\n', ...names], { allowFailure: true });
-  const installed = new Set(
-    result.stdout
-      .split('\n')
-      .filter((line) => line.endsWith(' install ok installed'))
-      .map((line) => line.split(' ')[0]),
-  );
+  const installed = await installedOf(host, names);
   return names.filter((name) => !installed.has(name));
+}
+
+/** Package names asked about in this turn of the event loop, per host, and who waits for the answer. */
+const asked = new WeakMap<Host, { names: Set<string>; answer: Promise<Set<string>> }>();
+
+/**
+ * Which of `names` dpkg has installed. The questions asked in one turn of the event
+ * loop (the install's checks start together: system packages, the browser) are
+ * answered by one `dpkg-query` of all their names.
+ */
+function installedOf(host: Host, names: readonly string[]): Promise<Set<string>> {
+  let batch = asked.get(host);
+  if (!batch) {
+    const all = new Set<string>();
+    const answer = new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
+      asked.delete(host);
+      const result = await host.exec.run('dpkg-query', ['-W', '-f=${Package} ${Status}\\n', ...all], { allowFailure: true });
+      return new Set(
+        result.stdout
+          .split('\n')
+          .filter((line) => line.endsWith(' install ok installed'))
+          .map((line) => line.split(' ')[0]!),
+      );
+    });
+    batch = { names: all, answer };
+    asked.set(host, batch);
+  }
+  for (const name of names) batch.names.add(name);
+  return batch.answer;
 }
 
 /** Every package dpkg has installed (names without architecture). */

@@ -1,6 +1,5 @@
 import { execa } from 'execa';
-import { constants } from 'node:fs';
-import { access } from 'node:fs/promises';
+import { accessSync, constants } from 'node:fs';
 import path from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { CommandError } from '../errors.js';
@@ -140,7 +139,8 @@ export class Exec {
       if (!dir) continue;
       const candidate = path.join(dir, command);
       try {
-        await access(candidate, constants.X_OK);
+        // Synchronous: one quick syscall per PATH entry, not a thread-pool round trip each.
+        accessSync(candidate, constants.X_OK);
         return candidate;
       } catch {
         // not in this PATH entry; keep looking

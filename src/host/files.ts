@@ -1,4 +1,4 @@
-import { constants as fsc, createReadStream } from 'node:fs';
+import { constants as fsc, createReadStream, lstatSync, readFileSync, readdirSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { PathMap } from './paths.js';
@@ -54,9 +54,13 @@ export class Files {
     return this.paths.real(p);
   }
 
+  // read, stat and list use the synchronous calls: the files are small and local, and
+  // each of the async API's thread-pool round trips (four for a read) waits for the main
+  // thread, which while the install's checks run together is busy starting processes:
+  // a read of microseconds took milliseconds and held back the checks waiting for it.
   async read(p: string): Promise<string | undefined> {
     try {
-      return await fs.readFile(this.real(p), 'utf8');
+      return readFileSync(this.real(p), 'utf8');
     } catch (error) {
       if (isMissing(error)) return undefined;
       throw error;
@@ -74,7 +78,7 @@ export class Files {
 
   async stat(p: string): Promise<FileInfo | undefined> {
     try {
-      const s = await fs.lstat(this.real(p));
+      const s = lstatSync(this.real(p));
       return {
         mode: s.mode & 0o7777,
         uid: s.uid,
@@ -97,7 +101,7 @@ export class Files {
 
   async list(dir: string): Promise<string[]> {
     try {
-      return (await fs.readdir(this.real(dir))).sort();
+      return readdirSync(this.real(dir)).sort();
     } catch (error) {
       if (isMissing(error)) return [];
       throw error;

@@ -1,7 +1,11 @@
-import { createHash } from 'node:crypto';
+import { createHash } from './crypto.js';
 import fs from 'node:fs/promises';
+import { closeSync, constants as fsc, fstatSync, lstatSync, openSync, readFileSync, readlinkSync } from 'node:fs';
 import { isMissing } from './files.js';
 import type { PathMap } from './paths.js';
+
+/** Files up to this size are hashed from one synchronous read. */
+const SMALL_FILE = 256 * 1024;
 
 export type PathType = 'file' | 'symlink' | 'directory' | 'other';
 
@@ -33,7 +37,7 @@ export class Inspector {
     const real = this.paths.real(p);
     let s;
     try {
-      s = await fs.lstat(real);
+      s = lstatSync(real); // synchronous: see Files.read
     } catch (error) {
       if (isMissing(error)) return undefined;
       throw error;
@@ -48,7 +52,7 @@ export class Inspector {
       ino: s.ino,
       mtimeMs: s.mtimeMs,
       ctimeMs: s.ctimeMs,
-      ...(type === 'symlink' ? { target: await fs.readlink(real) } : {}),
+      ...(type === 'symlink' ? { target: readlinkSync(real) } : {}),
     };
   }
 
@@ -57,6 +61,14 @@ export class Inspector {
     const real = this.paths.real(p);
     const hash = createHash('sha256');
     try {
+      // A small file (most of ours) in one synchronous read; a big one (a binary) streamed.
+      const fd = openSync(real, fsc.O_RDONLY | fsc.O_NOFOLLOW);
+      try {
+        const size = fstatSync(fd).size;
+        if (size <= SMALL_FILE) return hash.update(readFileSync(fd)).digest('hex');
+      } finally {
+        closeSync(fd);
+      }
       const handle = await fs.open(real, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
       try {
         for await (const chunk of handle.createReadStream({ autoClose: false, highWaterMark: 1 << 20 })) hash.update(chunk as Buffer);

@@ -1,4 +1,4 @@
-import { constants as fsc } from 'node:fs';
+import { closeSync, constants as fsc, mkdirSync, openSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { LockBusyError } from '../errors.js';
@@ -28,17 +28,22 @@ export class Locks {
 
   async acquire(lockPath: string, what: string): Promise<HeldLock> {
     const real = this.paths.real(lockPath);
-    await fs.mkdir(path.dirname(real), { recursive: true, mode: 0o755 });
+    // Synchronous calls: taking and releasing the lock are the first and last things a
+    // run does, and each async call would wait for a thread-pool round trip.
+    mkdirSync(path.dirname(real), { recursive: true, mode: 0o755 });
     const identity = `${process.pid} ${await startTimeOf(process.pid)}\n`;
     for (let attempt = 0; attempt < 3; attempt++) {
       try {
-        const handle = await fs.open(real, fsc.O_WRONLY | fsc.O_CREAT | fsc.O_EXCL, 0o600);
-        await handle.writeFile(identity);
-        await handle.close();
+        const fd = openSync(real, fsc.O_WRONLY | fsc.O_CREAT | fsc.O_EXCL, 0o600);
+        try {
+          writeFileSync(fd, identity);
+        } finally {
+          closeSync(fd);
+        }
         return {
           release: async () => {
             // Only remove the lock if it is still ours.
-            if ((await fs.readFile(real, 'utf8').catch(() => '')) === identity) await fs.rm(real, { force: true });
+            if (readOr(real, '') === identity) rmSync(real, { force: true });
           },
         };
       } catch (error) {
@@ -78,7 +83,7 @@ export class Locks {
   private async liveHolder(real: string): Promise<LockHolder | undefined> {
     let content: string;
     try {
-      content = await fs.readFile(real, 'utf8');
+      content = readFileSync(real, 'utf8');
     } catch (error) {
       if (isMissing(error)) return undefined;
       throw error;
@@ -103,12 +108,12 @@ export class Locks {
   async holders(lockPath: string): Promise<LockHolder[]> {
     let st;
     try {
-      st = await fs.stat(this.paths.real(lockPath));
+      st = statSync(this.paths.real(lockPath));
     } catch (error) {
       if (isMissing(error)) return [];
       throw error;
     }
-    const table = await fs.readFile('/proc/locks', 'utf8').catch(() => '');
+    const table = readOr('/proc/locks', '');
     const pids = new Set<number>();
     for (const line of table.split('\n')) {
       // "1: POSIX  ADVISORY  WRITE 1234 fd:01:5678 0 EOF" (blocked waiters are "->" lines)
@@ -131,9 +136,17 @@ function sameDevice(procMajor: number, procMinor: number, statDev: number): bool
   return procMajor === major && procMinor === minor;
 }
 
+function readOr(file: string, fallback: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch {
+    return fallback;
+  }
+}
+
 async function startTimeOf(pid: number): Promise<number | undefined> {
   try {
-    const stat = await fs.readFile(`/proc/${pid}/stat`, 'utf8');
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // Field 22 (starttime), counted after the ")" that ends the command name.
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     return Number(fields[19]);

@@ -1,10 +1,12 @@
-import { createHash } from 'node:crypto';
 import fs from 'node:fs';
-import http from 'node:http';
-import https from 'node:https';
-import { pipeline } from 'node:stream/promises';
+import type http from 'node:http';
+import { createHash } from './crypto.js';
 import { DeployError } from '../errors.js';
 import { placeholderEndpointHint } from '../input.js';
+
+// Loaded on first use, not at start: a guard run and most doctor and install runs never
+// download, and node:https alone costs a third of a bare Node start (it reads the CA store).
+const builtin = <T>(name: string) => process.getBuiltinModule(name) as T;
 
 export interface HttpOptions {
   /** Extra CA certificate file (PEM), e.g. a loopback test CA. */
@@ -52,13 +54,13 @@ export class Net {
       received += chunk.length;
       options.onProgress?.(received, total);
     });
-    await pipeline(res, handle.createWriteStream());
+    await builtin<typeof import('node:stream/promises')>('node:stream/promises').pipeline(res, handle.createWriteStream());
     return hash.digest('hex');
   }
 
   private open(url: string, options: HttpOptions): Promise<http.IncomingMessage> {
     const target = new URL(url);
-    const client = target.protocol === 'https:' ? https : http;
+    const client = builtin<typeof http>(target.protocol === 'https:' ? 'node:https' : 'node:http');
     const ca = options.caFile ? [fs.readFileSync(options.caFile)] : undefined;
     return new Promise((resolve, reject) => {
       const req = client.request(

@@ -1,4 +1,4 @@
-import fs from 'node:fs/promises';
+import { accessSync, readFileSync } from 'node:fs';
 import { isMissing } from './files.js';
 
 /**
@@ -17,7 +17,7 @@ export class Proc {
     if (!Number.isInteger(pid) || pid <= 0) return undefined;
     let raw: string;
     try {
-      raw = await fs.readFile(`${this.procRoot}/${pid}/environ`, 'utf8');
+      raw = readFileSync(`${this.procRoot}/${pid}/environ`, 'utf8'); // synchronous: see Files.read
     } catch (error) {
       if (isMissing(error) || (error as NodeJS.ErrnoException).code === 'ESRCH') return undefined;
       throw error;
@@ -33,7 +33,7 @@ export class Proc {
   async alive(pid: number): Promise<boolean> {
     if (!Number.isInteger(pid) || pid <= 0) return false;
     try {
-      await fs.access(`${this.procRoot}/${pid}`);
+      accessSync(`${this.procRoot}/${pid}`);
       return true;
     } catch {
       return false;
@@ -49,7 +49,7 @@ export class Proc {
     for (let current = await this.parentOf(pid); current !== undefined && current > 0 && out.length < 64; current = await this.parentOf(current)) {
       let raw: string;
       try {
-        raw = await fs.readFile(`${this.procRoot}/${current}/cmdline`, 'utf8');
+        raw = readFileSync(`${this.procRoot}/${current}/cmdline`, 'utf8');
       } catch {
         break;
       }
@@ -60,7 +60,7 @@ export class Proc {
 
   private async parentOf(pid: number): Promise<number | undefined> {
     try {
-      const stat = await fs.readFile(`${this.procRoot}/${pid}/stat`, 'utf8');
+      const stat = readFileSync(`${this.procRoot}/${pid}/stat`, 'utf8');
       // pid (comm) state ppid ...: the command name may hold spaces and parentheses.
       return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
     } catch {

@@ -19,6 +19,9 @@ export const STOP_TIMEOUT_MS = 360_000;
 export class Services {
   constructor(private readonly exec: Exec) {}
 
+  /** Units asked about in this turn of the event loop, per scope: one `systemctl show` answers them all. */
+  private pending: Partial<Record<ServiceScope, Map<string, Waiting[]>>> = {};
+
   private systemctl(scope: ServiceScope, args: string[], allowFailure = false, timeoutMs = 120_000): Promise<RunResult> {
     const scoped = scope === 'user' ? ['--user', ...args] : args;
     return this.exec.run('systemctl', scoped, {
@@ -28,19 +31,72 @@ export class Services {
     });
   }
 
+  /** What `systemctl is-active` says: the unit is active (or reloading, refreshing). */
   async isActive(scope: ServiceScope, unit: string): Promise<boolean> {
-    return (await this.systemctl(scope, ['is-active', '--quiet', unit], true)).exitCode === 0;
+    return (await this.state(scope, unit)).active;
   }
 
+  /** What `systemctl is-enabled` says: enabled, or static, indirect... (see ENABLED_STATES). */
   async isEnabled(scope: ServiceScope, unit: string): Promise<boolean> {
-    return (await this.systemctl(scope, ['is-enabled', '--quiet', unit], true)).exitCode === 0;
+    return (await this.state(scope, unit)).enabled;
   }
 
   /** MainPID of a running unit, or undefined. */
   async mainPid(scope: ServiceScope, unit: string): Promise<number | undefined> {
-    const result = await this.systemctl(scope, ['show', '--property=MainPID', '--value', unit], true);
-    const pid = Number(result.stdout.trim());
-    return result.exitCode === 0 && pid > 0 ? pid : undefined;
+    return (await this.state(scope, unit)).mainPid;
+  }
+
+  /**
+   * A unit's state, read afresh: the questions asked in one turn of the event loop (the
+   * install's and doctor's checks start together) are answered by one `systemctl show`
+   * of their units instead of one process per question.
+   */
+  private state(scope: ServiceScope, unit: string): Promise<UnitState> {
+    return new Promise((resolve, reject) => {
+      let batch = this.pending[scope];
+      if (!batch) {
+        const units = new Map<string, Waiting[]>();
+        batch = this.pending[scope] = units;
+        setImmediate(() => {
+          delete this.pending[scope];
+          this.show(scope, [...units.keys()]).then(
+            (states) => {
+              for (const [name, waiting] of units) for (const { resolve } of waiting) resolve(states.get(name) ?? STOPPED);
+            },
+            (error: unknown) => {
+              for (const waiting of units.values()) for (const { reject } of waiting) reject(error);
+            },
+          );
+        });
+      }
+      const waiting = batch.get(unit) ?? [];
+      waiting.push({ resolve, reject });
+      batch.set(unit, waiting);
+    });
+  }
+
+  /** `systemctl show` of `units`, one block each, in their order; a unit it does not answer for is stopped. */
+  private async show(scope: ServiceScope, units: string[]): Promise<Map<string, UnitState>> {
+    const states = new Map<string, UnitState>();
+    const result = await this.systemctl(scope, ['show', `--property=${SHOWN.join(',')}`, ...units], true).catch(() => undefined);
+    // No manager to ask (a user manager not running): nothing is active or enabled.
+    if (!result || result.exitCode !== 0) return states;
+    const blocks = result.stdout.split(/\n\s*\n/).filter((block) => block.trim() !== '');
+    if (blocks.length !== units.length) {
+      // Not one block per unit (never seen): ask each unit on its own.
+      if (units.length > 1) for (const unit of units) for (const [name, state] of await this.show(scope, [unit])) states.set(name, state);
+      return states;
+    }
+    units.forEach((unit, i) => {
+      const props = new Map(blocks[i]!.split('\n').map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)] as const));
+      const pid = Number(props.get('MainPID'));
+      states.set(unit, {
+        active: ACTIVE_STATES.includes(props.get('ActiveState') ?? ''),
+        enabled: ENABLED_STATES.includes(props.get('UnitFileState') ?? ''),
+        mainPid: pid > 0 ? pid : undefined,
+      });
+    });
+    return states;
   }
 
   async daemonReload(scope: ServiceScope): Promise<void> {
@@ -75,6 +131,22 @@ export class Services {
     await this.systemctl(scope, ['disable', '--now', unit], true);
   }
 }
+
+interface UnitState {
+  active: boolean;
+  enabled: boolean;
+  mainPid?: number;
+}
+interface Waiting {
+  resolve(state: UnitState): void;
+  reject(error: unknown): void;
+}
+const STOPPED: UnitState = { active: false, enabled: false };
+const SHOWN = ['ActiveState', 'UnitFileState', 'MainPID'];
+/** The ActiveStates `systemctl is-active` succeeds for. */
+const ACTIVE_STATES = ['active', 'reloading', 'refreshing'];
+/** The UnitFileStates `systemctl is-enabled` succeeds for. */
+const ENABLED_STATES = ['enabled', 'enabled-runtime', 'static', 'alias', 'indirect', 'generated'];
 
 export function userManagerEnv(): Record<string, string> {
   return {

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes } from './crypto.js';
 import fs from 'node:fs';
 
 /**

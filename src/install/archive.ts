@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash } from '../host/crypto.js';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { Transform } from 'node:stream';

@@ -1,6 +1,5 @@
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import * as tar from 'tar';
 import { DeployError } from '../errors.js';
 import { ROOT_OWNER, type Host } from '../host/index.js';
 import { integrityProblems } from '../host/sqlite.js';
@@ -147,6 +146,8 @@ export async function writeBackup(host: Host, options: BackupOptions = {}): Prom
   if (dir) await host.files.ensureDir(dir, 0o700, ROOT_OWNER);
   else await host.files.ensureDir(path.posix.dirname(BACKUP_PREFIX), 0o1777);
   const temp = host.files.tempPathFor(backupName(now, 1, dir, options.label));
+  // tar only when a backup is written: doctor reads this module for the backup names.
+  const tar = await import('tar');
   try {
     const out = await host.files.createNew(temp, { mode: 0o600, owner: ROOT_OWNER });
     try {

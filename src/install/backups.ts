@@ -3,7 +3,6 @@ import { UsageError } from '../errors.js';
 import { createHost, readOnlyHost, type Host } from '../host/index.js';
 import { integerProblem } from '../input.js';
 import { LAYOUT } from '../layout.js';
-import { backupOutput, backupPlanOutput, backupScheduleOutput, emitJson } from '../json/index.js';
 import { printLine } from '../output.js';
 import { planFile, writeDesired, type DesiredFile } from '../pipeline/files.js';
 import { forgetRecorded } from '../pipeline/manifest.js';
@@ -159,6 +158,7 @@ async function backupNow(host: Host, keep: number | undefined, request: BackupRe
   const report = await takeBackup(host, keep);
   const { backup } = report;
   if (request.json) {
+    const { emitJson, backupOutput } = await import('../json/index.js');
     emitJson(backupOutput, {
       ok: true,
       archive: backup.archive,
@@ -190,6 +190,7 @@ async function planBackupNow(host: Host, keep: number | undefined, request: Back
   const existing = await listBackups(host);
   const prune = keep === undefined ? [] : existing.slice(Math.max(0, keep - 1)).map((b) => b.path);
   if (request.json) {
+    const { emitJson, backupPlanOutput } = await import('../json/index.js');
     emitJson(backupPlanOutput, { ok: true, mode: 'check', archive, entries: plan.items.length, bytes: plan.bytes, skipped: plan.skipped, stop: running, prune });
     return;
   }
@@ -225,8 +226,10 @@ async function setSchedule(host: Host, every: { every: string; seconds: number }
       }
     }
     const removed = present ? [`disable ${LAYOUT.backupTimer}`, ...existing.map((p) => `${p}: removed`)] : [];
-    if (request.json) emitJson(backupScheduleOutput, { ok: true, mode: check ? 'check' : 'apply', schedule: null, changed: present, changes: removed });
-    else printLine(present ? `${check ? 'would remove' : 'removed'} the backup schedule (${LAYOUT.backupTimer}); the backups in ${LAYOUT.backupDir} stay` : 'no backup schedule is set');
+    if (request.json) {
+      const { emitJson, backupScheduleOutput } = await import('../json/index.js');
+      emitJson(backupScheduleOutput, { ok: true, mode: check ? 'check' : 'apply', schedule: null, changed: present, changes: removed });
+    } else printLine(present ? `${check ? 'would remove' : 'removed'} the backup schedule (${LAYOUT.backupTimer}); the backups in ${LAYOUT.backupDir} stay` : 'no backup schedule is set');
     return;
   }
   const schedule: Schedule = { ...every, keep: keep ?? DEFAULT_SCHEDULED_KEEP };
@@ -247,6 +250,7 @@ async function setSchedule(host: Host, every: { every: string; seconds: number }
   const what = { every: schedule.every, keep: schedule.keep, dir: LAYOUT.backupDir, timer: LAYOUT.backupTimer };
   if (request.json) {
     const lines = [...changes.map((c) => c!.summary), ...(active ? [] : [`enable ${LAYOUT.backupTimer}`])];
+    const { emitJson, backupScheduleOutput } = await import('../json/index.js');
     emitJson(backupScheduleOutput, { ok: true, mode: check ? 'check' : 'apply', schedule: what, changed: lines.length > 0, changes: lines });
     return;
   }

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash } from '../host/crypto.js';
 import path from 'node:path';
 import { resolveDeploymentInputs } from '../answers/index.js';
 import { UsageError } from '../errors.js';

@@ -9,7 +9,7 @@ import { GLOBAL_MODULES, installedPackageVersion, nodeFiles, openclawFiles } fro
 import { probeHealth } from '../steps/health.js';
 import { UpgradeError, installBeside, runMigrations, switchToPrevious, switchToStaged, type UpgradeStage } from '../steps/openclaw-upgrade.js';
 import { loadComponents } from '../components.js';
-import { nodeVersionIn } from '../steps/node-runtime.js';
+import { nodeVersionIn, stampedNodeVersion } from '../steps/node-runtime.js';
 import { rollbackPoint, stageNode, switchNodeToPrevious, switchNodeToStaged } from '../steps/node-upgrade.js';
 import { inspectArchive, openArchive, stageArchive, swapIntoPlace } from './archive.js';
 import { writeBackup, type WrittenBackup } from './backup.js';
@@ -89,7 +89,8 @@ export async function pendingUpgrade(host: Host): Promise<UpgradeVersions | unde
   const components = loadComponents(host.env);
   const have = await installedPackageVersion(host, GLOBAL_MODULES, components.openclaw.package);
   if (!have) return undefined;
-  const nodeHave = (await host.files.stat(`${LAYOUT.nodePrefix}/bin/node`)) ? await nodeVersionIn(host, LAYOUT.nodePrefix) : undefined;
+  // The stamp answers while the binary is the one the install verified (no process on a re-run).
+  const nodeHave = (await host.files.stat(`${LAYOUT.nodePrefix}/bin/node`)) ? ((await stampedNodeVersion(host)) ?? (await nodeVersionIn(host, LAYOUT.nodePrefix))) : undefined;
   const node = nodeHave && nodeHave !== components.node.version ? { from: nodeHave, to: components.node.version } : undefined;
   if (have === components.openclaw.version && !node) return undefined;
   return { from: have, to: components.openclaw.version, ...(node ? { node } : {}) };

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 /**
  * The one pattern every `--json` output follows (docs/json.md): a zod schema per output,

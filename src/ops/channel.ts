@@ -1,4 +1,5 @@
-import { X509Certificate } from 'node:crypto';
+import type { X509Certificate } from 'node:crypto';
+import { x509Certificate } from '../host/crypto.js';
 import { parseEnvFile } from '../channel/env-file.js';
 import { CHANNEL_PATH, HEADER, SECRET_PATTERN } from '../channel/protocol.js';
 import { DeployError } from '../errors.js';
@@ -45,7 +46,7 @@ export async function channelHandoff(host: Host, options: { showSecrets?: boolea
   const env = parseEnvFile(envText);
   let cert: X509Certificate;
   try {
-    cert = new X509Certificate(certPem);
+    cert = x509Certificate(certPem);
   } catch {
     throw new DeployError(`${LAYOUT.tlsCert} is not a readable certificate`, 'run the install again to make a new one (clients that pinned the old one need the new pin)');
   }

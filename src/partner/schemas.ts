@@ -1,5 +1,5 @@
 import { parsePhoneNumberFromString } from 'libphonenumber-js/max';
-import { z } from 'zod';
+import * as z from 'zod';
 import { UsageError } from '../errors.js';
 
 /**

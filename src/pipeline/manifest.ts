@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { z } from 'zod';
+import * as z from '../zod.js';
 import type { Owner } from '../host/files.js';
 import { ROOT_OWNER } from '../host/files.js';
 import type { Host } from '../host/index.js';
@@ -80,33 +80,32 @@ export function isManagedPlace(p: string): boolean {
 }
 
 const MODE = /^0[0-7]{3,4}$/;
-const EntryJson = z
-  .object({
-    path: z.string().refine(isManagedPlace, 'not a place service-deploy writes'),
-    type: z.enum(['file', 'symlink', 'directory']),
-    uid: z.number().int().nonnegative(),
-    gid: z.number().int().nonnegative(),
-    mode: z.string().regex(MODE, 'an octal mode such as "0600"'),
-    check: z.enum(['sha256', 'structure', 'metadata']),
-    secret: z.boolean(),
-    sha256: z.string().regex(/^[0-9a-f]{64}$/).optional(),
-    size: z.number().int().nonnegative().optional(),
-    target: z.string().min(1).optional(),
-    stamp: z.object({ ino: z.number(), mtimeMs: z.number(), ctimeMs: z.number() }).optional(),
-  })
-  .strict()
-  .refine((e) => e.check !== 'sha256' || e.type !== 'file' || e.sha256 !== undefined, 'a sha256 entry without its hash')
-  .refine((e) => e.type !== 'symlink' || e.target !== undefined, 'a link without its target')
+const EntryShape = z.strictObject({
+  path: z.string().check(z.refine(isManagedPlace, 'not a place service-deploy writes')),
+  type: z.enum(['file', 'symlink', 'directory']),
+  uid: z.int().check(z.nonnegative()),
+  gid: z.int().check(z.nonnegative()),
+  mode: z.string().check(z.regex(MODE, 'an octal mode such as "0600"')),
+  check: z.enum(['sha256', 'structure', 'metadata']),
+  secret: z.boolean(),
+  sha256: z.optional(z.string().check(z.regex(/^[0-9a-f]{64}$/))),
+  size: z.optional(z.int().check(z.nonnegative())),
+  target: z.optional(z.string().check(z.minLength(1))),
+  stamp: z.optional(z.object({ ino: z.number(), mtimeMs: z.number(), ctimeMs: z.number() })),
+});
+type EntryShape = z.infer<typeof EntryShape>;
+const EntryJson = EntryShape.check(
+  z.refine((e: EntryShape) => e.check !== 'sha256' || e.type !== 'file' || e.sha256 !== undefined, 'a sha256 entry without its hash'),
+  z.refine((e: EntryShape) => e.type !== 'symlink' || e.target !== undefined, 'a link without its target'),
   // A link's own mode is always 0777 and never used (doctor does not chmod links).
-  .refine((e) => e.type === 'symlink' || (parseInt(e.mode, 8) & 0o7002) === 0, { message: 'no setuid, setgid, sticky or world-writable mode', path: ['mode'] });
+  z.refine((e: EntryShape) => e.type === 'symlink' || (parseInt(e.mode, 8) & 0o7002) === 0, { message: 'no setuid, setgid, sticky or world-writable mode', path: ['mode'] }),
+);
 
-const ManifestJson = z
-  .object({
-    schemaVersion: z.literal(MANIFEST_SCHEMA_VERSION),
-    comment: z.string().optional(),
-    entries: z.array(EntryJson),
-  })
-  .strict();
+const ManifestJson = z.strictObject({
+  schemaVersion: z.literal(MANIFEST_SCHEMA_VERSION),
+  comment: z.optional(z.string()),
+  entries: z.array(EntryJson),
+});
 
 export interface ManifestRead {
   /** Path -> entry; undefined when there is no usable manifest. */
@@ -116,9 +115,19 @@ export interface ManifestRead {
   missing?: boolean;
 }
 
+/** The last manifest text parsed and what it gave: several steps and checks read the same file in one run. */
+let lastParsed: { text: string; read: ManifestRead } | undefined;
+
 export async function readManifest(host: Host): Promise<ManifestRead> {
   const text = await host.files.read(LAYOUT.manifestFile);
   if (text === undefined) return { missing: true, problem: `${LAYOUT.manifestFile} is missing` };
+  // The same text parses to the same entries (their objects are never changed, only replaced in a copy of the map).
+  if (lastParsed?.text !== text) lastParsed = { text, read: parseManifest(text) };
+  const { read } = lastParsed;
+  return read.entries ? { ...read, entries: new Map(read.entries) } : read;
+}
+
+function parseManifest(text: string): ManifestRead {
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from '../zod.js';
 import type { Host } from '../host/index.js';
 import { LAYOUT } from '../layout.js';
 import { writeRecorded } from './files.js';
@@ -9,12 +9,10 @@ import { writeRecorded } from './files.js';
  * `uninstall` purges exactly these and leaves every package the system had before.
  * Written like every file of ours (atomic, in the manifest); input from disk when read.
  */
-const PackagesJson = z
-  .object({
-    comment: z.string().optional(),
-    packages: z.array(z.string().regex(/^[a-z0-9][a-z0-9+.-]{0,127}$/, 'not a Debian package name')),
-  })
-  .strict();
+const PackagesJson = z.strictObject({
+  comment: z.optional(z.string()),
+  packages: z.array(z.string().check(z.regex(/^[a-z0-9][a-z0-9+.-]{0,127}$/, 'not a Debian package name'))),
+});
 
 export interface PackagesRead {
   packages: string[];

@@ -57,8 +57,16 @@ export function firewallFiles(allow: Parameters<typeof renderFirewallRules>[0]['
 
 /** The marker of the table the kernel holds now, or undefined when it holds none. */
 export async function loadedMarker(host: Host): Promise<string | undefined> {
+  return (await loadedTable(host)).marker;
+}
+
+/**
+ * `nft list table` of our table: `listed` when nft answered with it (so nft is also
+ * usable here: no separate probe needed), and its marker.
+ */
+export async function loadedTable(host: Host): Promise<{ listed: boolean; marker?: string }> {
   const listed = await host.exec.run('nft', ['list', 'table', FIREWALL_FAMILY, FIREWALL_TABLE], { allowFailure: true, timeoutMs: 30_000 });
-  return listed.exitCode === 0 ? markerIn(listed.stdout) : undefined;
+  return listed.exitCode === 0 ? { listed: true, marker: markerIn(listed.stdout) } : { listed: false };
 }
 
 interface LimitsPlan {

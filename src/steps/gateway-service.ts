@@ -80,12 +80,17 @@ export const gatewayServiceStep: Step = {
   title: 'Gateway user service',
   async check(ctx: InstallContext) {
     const { host, notified } = ctx;
-    const unitChange = await planFile(host, gatewayUnitFile());
-    const linger = !(await host.files.exists(LAYOUT.lingerFile));
-    // The sandbox keeps home read-only but QMD's index cache: it must exist to be bound.
-    const cacheDir = !(await host.files.exists(GATEWAY_CACHE_DIR));
-    const active = await host.services.isActive('user', UNIT).catch(() => false);
-    const enabled = await host.services.isEnabled('user', UNIT).catch(() => false);
+    // Independent questions, asked at once.
+    const [unitChange, lingerFile, cacheDirFound, active, enabled] = await Promise.all([
+      planFile(host, gatewayUnitFile()),
+      host.files.exists(LAYOUT.lingerFile),
+      // The sandbox keeps home read-only but QMD's index cache: it must exist to be bound.
+      host.files.exists(GATEWAY_CACHE_DIR),
+      host.services.isActive('user', UNIT).catch(() => false),
+      host.services.isEnabled('user', UNIT).catch(() => false),
+    ]);
+    const linger = !lingerFile;
+    const cacheDir = !cacheDirFound;
     const plan: GatewayPlan = {
       linger,
       cacheDir,

@@ -1,4 +1,5 @@
-import { createHash } from 'node:crypto';
+import { createHash } from '../host/crypto.js';
+import { realpathSync, statSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import { isSingleExecutable } from '../assets.js';
 import type { Change, Step } from '../pipeline/step.js';
@@ -77,7 +78,14 @@ export async function installSelf(host: Parameters<Step['check']>[0]['host']): P
 async function selfBinaryChange(host: Parameters<Step['check']>[0]['host']): Promise<Change | undefined> {
   if (!isSingleExecutable()) return undefined;
   const target = host.paths.real(LAYOUT.binary);
-  const [self, installed] = await Promise.all([fs.realpath(process.execPath), fs.realpath(target).catch(() => undefined)]);
+  // Synchronous: a few quick syscalls while the other checks start processes (see Files.read).
+  const self = realpathSync(process.execPath);
+  let installed: string | undefined;
+  try {
+    installed = realpathSync(target);
+  } catch {
+    installed = undefined;
+  }
   if (installed === self) return undefined; // running the installed copy (the usual case after install.sh)
   if (installed && (await sameSizeAndTime(self, installed))) return undefined;
   return { target: LAYOUT.binary, summary: `${LAYOUT.binary}: ${installed ? 'update' : 'install'} this service-deploy binary` };
@@ -89,7 +97,7 @@ async function selfBinaryChange(host: Parameters<Step['check']>[0]['host']): Pro
  * most of its time.
  */
 async function sameSizeAndTime(a: string, b: string): Promise<boolean> {
-  const [sa, sb] = await Promise.all([fs.stat(a), fs.stat(b)]);
+  const [sa, sb] = [statSync(a), statSync(b)];
   // utimes() keeps about a millisecond of the source's time, rounded either way.
   return sa.size === sb.size && Math.abs(sa.mtimeMs - sb.mtimeMs) < 1;
 }

@@ -23,7 +23,11 @@ export interface MeshStatus {
 }
 
 export async function meshStatus(host: Host): Promise<MeshStatus> {
-  const status = await host.exec.run('tailscale', ['status', '--json'], { allowFailure: true });
+  // Both questions at once (`serve status` only counts when the client is installed).
+  const [status, serve] = await Promise.all([
+    host.exec.run('tailscale', ['status', '--json'], { allowFailure: true }),
+    host.exec.run('tailscale', ['serve', 'status', '--json'], { allowFailure: true }),
+  ]);
   // Not installed: the command is missing (execa reports -1/127), not merely logged out.
   if (status.exitCode === 127 || status.exitCode === -1 || /not installed|command not found/i.test(status.stderr)) {
     return { installed: false, running: false, serving: false };
@@ -34,7 +38,6 @@ export async function meshStatus(host: Host): Promise<MeshStatus> {
   } catch {
     // not logged in yet: some versions print text
   }
-  const serve = await host.exec.run('tailscale', ['serve', 'status', '--json'], { allowFailure: true });
   return {
     installed: true,
     running: parsed.BackendState === 'Running',

@@ -1,5 +1,5 @@
 import os from 'node:os';
-import fs from 'node:fs/promises';
+import { statfsSync } from 'node:fs';
 import { DeployError } from '../errors.js';
 import { isSupportedOs, readOs, supportedArch } from '../host/os.js';
 import type { Step } from '../pipeline/step.js';
@@ -32,7 +32,7 @@ export const preflightStep: Step = {
     }
     if (!supportedArch()) problems.push(`CPU architecture ${process.arch} is not supported (x86_64 or aarch64)`);
 
-    const stats = await fs.statfs(host.paths.real('/'));
+    const stats = statfsSync(host.paths.real('/'));
     const free = stats.bavail * stats.bsize;
     if (free < MIN_FREE_DISK) problems.push(`only ${gib(free)} GiB free on / (need ${gib(MIN_FREE_DISK)} GiB)`);
     if (os.totalmem() < MIN_MEMORY) problems.push(`only ${gib(os.totalmem())} GiB of memory (need at least 1 GiB; 2 GiB recommended)`);

@@ -1,3 +1,4 @@
+import JSON5 from 'json5';
 import { describe, expect, it } from 'vitest';
 import { loadComponents } from '../../src/components.js';
 import {
@@ -103,6 +104,23 @@ describe('desiredRuntimeConfig', () => {
   it('serializes to JSON that parses back equal (JSON is valid JSON5)', () => {
     const c = desiredRuntimeConfig(undefined, settings);
     expect(parseRuntimeConfig(serializeRuntimeConfig(c))).toEqual(c);
+  });
+
+  it('plain JSON (read natively) gives exactly what JSON5 gives, own __proto__ and duplicate keys included', () => {
+    const texts = [
+      serializeRuntimeConfig(desiredRuntimeConfig(undefined, settings)),
+      '{"a":1,"a":2,"__proto__":{"polluted":true},"n":[1e400,-0,0.1,"\\u00e9\\ud83d\\ude00"],"deep":{"x":null}}',
+      '{ "unicode": "Grüße 日本語", "empty": {}, "list": [] }',
+    ];
+    for (const text of texts) {
+      const native = parseRuntimeConfig(text);
+      const json5 = JSON5.parse(text);
+      expect(native).toStrictEqual(json5);
+      expect(Object.getPrototypeOf(native)).toBe(Object.prototype);
+      expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    }
+    // JSON5 proper (comments, trailing commas, unquoted keys) still parses.
+    expect(parseRuntimeConfig('{ // ours\n  gateway: { token: "x", },\n}')).toEqual({ gateway: { token: 'x' } });
   });
 
   it('rejects a config that is not an object', () => {

@@ -11,6 +11,9 @@ import { LAYOUT } from '../../src/layout.js';
 import { CHANNEL, makeHealthySandbox, OPS_ANSWERS, type OpsSandbox } from '../helpers/ops-sandbox.js';
 import { SECRETS } from '../helpers/sandbox.js';
 import { tempDir } from '../helpers/tmp.js';
+import { REPO } from '../helpers/binary.js';
+
+const REPO_COMPONENTS = path.join(REPO, 'templates/components.json');
 import { createHost } from '../../src/host/index.js';
 
 let sb: OpsSandbox;
@@ -40,6 +43,37 @@ describe('doctor on a healthy sandbox', () => {
     expect(reports.find((r) => r.id === 'backups')?.message).toMatch(/no backup schedule .*--every/);
     const text = JSON.stringify(reports);
     for (const secret of [SECRETS.apiKey, SECRETS.mcpToken, CHANNEL.token, CHANNEL.knock]) expect(text).not.toContain(secret);
+  });
+});
+
+describe("node-runtime: the install's stamp stands for running the very binary it verified", () => {
+  const nodeRuns = () => sb.calls('node').filter((c) => c.args[0] === '--version').length;
+  const stamp = (identity: string, version: string) => sb.write(LAYOUT.nodeStamp, JSON.stringify({ identity, version }), 0o600);
+  const identityOf = (p: string) => {
+    const st = fs.statSync(path.join(sb.root, p), { bigint: true });
+    return [st.dev, st.ino, st.size, st.mtimeNs, st.ctimeNs].join(':');
+  };
+
+  it('with a stamp of this very binary, doctor runs no node; with none, it runs it', async () => {
+    fs.rmSync(path.join(sb.root, LAYOUT.nodeStamp));
+    expect((await check('node-runtime')).status).toBe('pass');
+    expect(nodeRuns()).toBe(1);
+    sb.clearCalls();
+    const version = JSON.parse(fs.readFileSync(path.join(REPO_COMPONENTS), 'utf8')).node.version;
+    stamp(identityOf(`${LAYOUT.nodePrefix}/bin/node`), version);
+    expect(await check('node-runtime')).toMatchObject({ status: 'pass', message: `Node ${version}` });
+    expect(nodeRuns()).toBe(0);
+  });
+
+  it('a binary changed since it was stamped (rewritten, or only its mode) is run and judged again', async () => {
+    const node = `${LAYOUT.nodePrefix}/bin/node`;
+    const version = JSON.parse(fs.readFileSync(path.join(REPO_COMPONENTS), 'utf8')).node.version;
+    stamp(identityOf(node), version);
+    sb.write(node, '#!/bin/sh\necho v22.1.0\n', 0o755);
+    expect((await check('node-runtime')).message).toMatch(/Node 22\.1\.0, expected 24/);
+    stamp(identityOf(node), version);
+    fs.chmodSync(path.join(sb.root, node), 0o644);
+    expect((await check('node-runtime')).message).toMatch(/not runnable/);
   });
 });
 

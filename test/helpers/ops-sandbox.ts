@@ -84,6 +84,9 @@ export async function makeHealthySandbox(options: { channel?: boolean } = {}): P
   for (const file of runtimeSecretFiles(OPS_ANSWERS)) write(file.path, file.content, file.mode);
   fs.chmodSync(path.join(sb.root, LAYOUT.runtimeSecretsDir), 0o700);
   for (const f of ['node', 'openclaw', '_lib.sh']) write(`${LAYOUT.nodePrefix}/bin/${f}`, fs.readFileSync(path.join(STANDINS, f), 'utf8'), 0o755);
+  // The install's stamp of the Node binary it ran and verified (steps/node-runtime.ts).
+  const nodeStat = fs.statSync(path.join(sb.root, LAYOUT.nodePrefix, 'bin/node'), { bigint: true });
+  write(LAYOUT.nodeStamp, JSON.stringify({ identity: [nodeStat.dev, nodeStat.ino, nodeStat.size, nodeStat.mtimeNs, nodeStat.ctimeNs].join(':'), version: components.node.version }), 0o600);
   write(`${LAYOUT.nodePrefix}/lib/node_modules/openclaw/package.json`, JSON.stringify({ name: 'openclaw', version: components.openclaw.version }));
   write(`${LAYOUT.nodePrefix}/lib/node_modules/openclaw/openclaw.mjs`, '');
   write(`${LAYOUT.qmdPrefix}/node_modules/${components.qmd.package}/package.json`, JSON.stringify({ name: components.qmd.package, version: components.qmd.version }));

@@ -24,6 +24,8 @@ function sandboxHost() {
   const bin = tempDir('sd-ro-bin-');
   const marker = path.join(bin, 'ran');
   for (const name of ['systemctl', 'tailscale', 'apt-get', 'nginx', 'logger']) standIn(bin, name, `#!/bin/sh\necho "${name} $*" >>${marker}\n`);
+  // systemctl show: every unit active and enabled.
+  standIn(bin, 'systemctl', `#!/bin/sh\necho "systemctl $*" >>${marker}\n[ "$1" = show ] && printf 'ActiveState=active\\nUnitFileState=enabled\\nMainPID=7\\n'\nexit 0\n`);
   const host = createHost({ env: { PATH: `${bin}:/usr/bin:/bin`, SERVICE_DEPLOY_ROOT: root }, quiet: true });
   return { root, host, marker, ro: readOnlyHost(host) };
 }
@@ -71,14 +73,14 @@ describe('the read-only host (check mode by construction)', () => {
     for (const name of methodsOf(Services.prototype).filter((m) => !['isActive', 'isEnabled', 'mainPid'].includes(m))) {
       expect(() => (ro.services as unknown as Record<string, (...a: unknown[]) => unknown>)[name]!('user', 'x.service'), name).toThrow(CheckModeViolation);
     }
-    expect(await ro.services.isActive('system', 'nginx')).toBe(true); // the stand-in answers 0
+    expect(await ro.services.isActive('system', 'nginx')).toBe(true); // the stand-in says active
     expect(() => ro.locks.acquire('/run/x.lock', 'x')).toThrow(CheckModeViolation);
     expect(methodsOf(Locks.prototype).filter((m) => !['holders', 'waitFree', 'liveHolder'].includes(m))).toEqual(['acquire']);
     expect(await ro.locks.waitFree('/run/x.lock', 0)).toBeUndefined(); // only reads the lock file
     expect(() => ro.net.download('https://example.invalid/x', path.join(root, 'x'))).toThrow(CheckModeViolation);
     expect(methodsOf(Net.prototype).filter((m) => !['request', 'open'].includes(m))).toEqual(['download']);
     expect(() => ro.log.attachFile(path.join(root, 'log'))).toThrow(CheckModeViolation);
-    expect(fs.readFileSync(marker, 'utf8')).toBe('systemctl is-active --quiet nginx\n');
+    expect(fs.readFileSync(marker, 'utf8')).toBe('systemctl show --property=ActiveState,UnitFileState,MainPID nginx\n');
     expect(fs.existsSync(path.join(root, 'run'))).toBe(false);
   });
 

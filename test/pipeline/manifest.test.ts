@@ -168,6 +168,24 @@ describe('manifest file', () => {
     expect(fs.statSync(path.join(sb.root, LAYOUT.manifestFile)).mode & 0o777).toBe(0o600);
   });
 
+  it('read twice, the same file is parsed once, each reader gets its own map; a changed file is read anew', async () => {
+    const sb = await makeSandbox();
+    sandboxes.push(sb);
+    const host = createHost({ env: sb.env(), quiet: true });
+    const good: ManifestEntry = { path: LAYOUT.guardCron, type: 'file', uid: 0, gid: 0, mode: 0o644, check: 'sha256', secret: false, sha256: 'a'.repeat(64), size: 3 };
+    fs.mkdirSync(path.join(sb.root, LAYOUT.stateDir), { recursive: true });
+    fs.writeFileSync(path.join(sb.root, LAYOUT.manifestFile), manifestContent([good]));
+    const first = await readManifest(host);
+    first.entries!.delete(LAYOUT.guardCron);
+    first.entries!.set(LAYOUT.guardScript, { ...good, path: LAYOUT.guardScript });
+    const second = await readManifest(host);
+    expect([...second.entries!.keys()]).toEqual([LAYOUT.guardCron]);
+    fs.writeFileSync(path.join(sb.root, LAYOUT.manifestFile), manifestContent([{ ...good, mode: 0o600 }]));
+    expect((await readManifest(host)).entries!.get(LAYOUT.guardCron)!.mode).toBe(0o600);
+    fs.writeFileSync(path.join(sb.root, LAYOUT.manifestFile), manifestContent([{ ...good, mode: 0o4755 }]));
+    expect((await readManifest(host)).problem).toMatch(/no setuid/);
+  });
+
   it('records a symbolic link (as npm links a program into bin/) with its target, and reads it back', async () => {
     const sb = await makeSandbox();
     sandboxes.push(sb);

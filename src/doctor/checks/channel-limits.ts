@@ -1,6 +1,6 @@
 import { DEFAULT_LIMITS, FIREWALL_TABLE, markerIn } from '../../channel/firewall.js';
 import { CHANNEL_PORT, LAYOUT } from '../../layout.js';
-import { loadedMarker, nftUsable } from '../../steps/channel-firewall.js';
+import { loadedTable, nftUsable } from '../../steps/channel-firewall.js';
 import { NOT_CONFIGURED } from './channel-env.js';
 import { fail, pass, skip, warn, type Check } from '../types.js';
 
@@ -19,8 +19,14 @@ export const channelLimitsCheck: Check = {
   async run(ctx) {
     const { host } = ctx;
     if (!(await ctx.channelConfigured())) return skip(NOT_CONFIGURED);
-    const [unit, rules] = await Promise.all([host.files.exists(LAYOUT.channelFirewallUnitFile), host.files.read(LAYOUT.channelFirewallRules)]);
-    const usable = await nftUsable(host);
+    // Everything asked at once; the table listed means nft works here (no probe of its own).
+    const [unit, rules, table, enabled] = await Promise.all([
+      host.files.exists(LAYOUT.channelFirewallUnitFile),
+      host.files.read(LAYOUT.channelFirewallRules),
+      loadedTable(host),
+      host.services.isEnabled('system', LAYOUT.channelFirewallUnit),
+    ]);
+    const usable = table.listed ? { ok: true as const } : await nftUsable(host);
     if (!usable.ok) {
       return warn(`${usable.reason}: ${WITHOUT}`, unit ? 'run doctor as root on the server itself' : 'on a server that allows nftables (a VM rather than a container without CAP_NET_ADMIN), re-run the install to add the limits', {
         commands: unit ? ['sudo service-deploy doctor channel-limits'] : [REINSTALL],
@@ -29,7 +35,7 @@ export const channelLimitsCheck: Check = {
     if (!unit || rules === undefined) {
       return warn(`the limits are not installed (${!unit ? LAYOUT.channelFirewallUnitFile : LAYOUT.channelFirewallRules} is missing): ${WITHOUT}`, 're-run the install with --channel: it writes and loads them', { commands: [REINSTALL] });
     }
-    const [loaded, enabled] = await Promise.all([loadedMarker(host), host.services.isEnabled('system', LAYOUT.channelFirewallUnit)]);
+    const loaded = table.marker;
     const want = markerIn(rules);
     if (loaded === undefined) {
       return fail(`the table inet ${FIREWALL_TABLE} is not loaded (flushed by \`nft flush ruleset\` or another firewall tool?): ${WITHOUT}`, `load it again from ${LAYOUT.channelFirewallRules}`, {

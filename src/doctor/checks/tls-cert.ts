@@ -1,4 +1,5 @@
-import { X509Certificate, createPrivateKey } from 'node:crypto';
+import type { X509Certificate } from 'node:crypto';
+import { createPrivateKey, x509Certificate } from '../../host/crypto.js';
 import { Inspector } from '../../host/inspect.js';
 import { LAYOUT } from '../../layout.js';
 import { TLS_KEY_BITS, TLS_MIN_PERIOD_DAYS, TLS_RENEW_BEFORE_DAYS, isSelfSigned } from '../../channel/tls.js';
@@ -26,7 +27,7 @@ export const tlsCertCheck: Check = {
     }
     let cert: X509Certificate;
     try {
-      cert = new X509Certificate(pem);
+      cert = x509Certificate(pem);
     } catch {
       return fail(`${LAYOUT.tlsCert} is not a readable PEM certificate`, RENEW_FIX, { commands: [RENEW] });
     }
