@@ -73,7 +73,12 @@ const sums = TARGETS.flatMap(({ arch }) => [`service-deploy-linux-${arch}`, `ser
   .map((name) => path.join(dist, name))
   .filter((file) => fs.existsSync(file))
   .map((file) => `${sha256(fs.readFileSync(file))}  ${path.basename(file)}`);
-fs.writeFileSync(path.join(dist, 'SHA256SUMS'), `${sums.join('\n')}\n`);
+// Atomically, and only when it changes: a reader (a test copying dist/) never sees it half written.
+const sumsFile = path.join(dist, 'SHA256SUMS');
+if (!fs.existsSync(sumsFile) || fs.readFileSync(sumsFile, 'utf8') !== `${sums.join('\n')}\n`) {
+  fs.writeFileSync(`${sumsFile}.tmp`, `${sums.join('\n')}\n`);
+  fs.renameSync(`${sumsFile}.tmp`, sumsFile);
+}
 const signedWith = signRelease();
 const version = execFileSync(path.join(dist, 'service-deploy'), ['--version'], { encoding: 'utf8' }).trim();
 console.error(`built service-deploy ${version} in ${((Date.now() - started) / 1000).toFixed(1)} s -> dist/ (signed with ${signedWith})`);
