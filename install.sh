@@ -6,12 +6,13 @@
 #   curl -fsSL https://<setup_url>/install.sh | sudo bash
 #   curl -fsSL https://<setup_url>/install.sh | sudo bash -s -- --reset-clean
 #
-# Trust: SHA256SUMS must carry a valid Ed25519 signature (SHA256SUMS.sig) by the release
-# key below, checked with openssl, before any checksum in it is believed; then the
-# download must match its checksum. Where xz exists the compressed binary is fetched
-# (about a quarter of the size): its checksum is checked, and after unpacking the
-# checksum of the binary too. Anything that does not verify is refused and nothing is
-# installed. docs/release.md: how releases are signed and the key is kept and rotated.
+# Trust: SHA256SUMS must carry a valid signature (SHA256SUMS.sig, ECDSA P-256 over
+# SHA-256) by the release key below, checked with `openssl dgst` (any OpenSSL from 1.1.1
+# on), before any checksum in it is believed; then the download must match its
+# checksum. Where xz exists the compressed binary is fetched (about a quarter of the
+# size): its checksum is checked, and after unpacking the checksum of the binary too.
+# Anything that does not verify is refused and nothing is installed. docs/release.md:
+# how releases are signed and the key is kept and rotated.
 #
 # Environment:
 #   SERVICE_SETUP_URL             where install.sh, SHA256SUMS and the binaries are
@@ -35,7 +36,7 @@ set -euo pipefail
 
 DEFAULT_SETUP_URL="https://setup.service.example"
 BIN_NAME="service-deploy"
-# The release signing key: the public half of an Ed25519 key, base64 of its DER
+# The release signing key: the public half of an ECDSA P-256 key, base64 of its DER
 # (SubjectPublicKeyInfo). The build puts the key it signed with into the install.sh it
 # publishes: a release build only with the key named here, a development build with a
 # throwaway key of its own. Empty here: no release key has been made yet.
@@ -126,17 +127,16 @@ download_and_verify_sums() {
     fatal "could not download ${SETUP_URL}/SHA256SUMS$(placeholder_note)"
   curl "${CURL_OPTS[@]}" -o "$TMP_DIR/SHA256SUMS.sig" "${SETUP_URL}/SHA256SUMS.sig" ||
     fatal "could not download ${SETUP_URL}/SHA256SUMS.sig: releases are signed, and without the signature nothing is installed"
-  # Ed25519 signatures need `openssl pkeyutl -rawin` (OpenSSL 3; Ubuntu 22.04 has 3.0).
-  case "$(openssl pkeyutl -help 2>&1)" in
-    *-rawin*) ;;
-    *) fatal "$(openssl version 2>/dev/null || echo openssl) cannot check the release signature (Ed25519 needs OpenSSL 3, as on Ubuntu 22.04 and 24.04); nothing was installed" ;;
-  esac
   printf '%s\n%s\n%s\n' '-----BEGIN PUBLIC KEY-----' "$RELEASE_PUBLIC_KEY" '-----END PUBLIC KEY-----' >"$TMP_DIR/release-key.pem"
-  if ! result="$(openssl pkeyutl -verify -pubin -inkey "$TMP_DIR/release-key.pem" -rawin \
-    -in "$TMP_DIR/SHA256SUMS" -sigfile "$TMP_DIR/SHA256SUMS.sig" 2>&1)"; then
+  # A DER ECDSA signature over the SHA-256 of the file: one form that every OpenSSL a
+  # server may have checks the same way (1.1.1, e.g. Debian 11; 3.0 on Ubuntu 22.04 and
+  # 24.04; 3.5). Only exit 0 together with openssl's own "Verified OK" line counts.
+  if ! result="$(openssl dgst -sha256 -verify "$TMP_DIR/release-key.pem" \
+    -signature "$TMP_DIR/SHA256SUMS.sig" "$TMP_DIR/SHA256SUMS" 2>&1)" ||
+    [[ $'\n'"$result"$'\n' != *$'\n''Verified OK'$'\n'* ]]; then
     fatal "SHA256SUMS from ${SETUP_URL} is not signed by the service-deploy release key (${result%%$'\n'*}); refusing to install anything from there"
   fi
-  info "SHA256SUMS: signature verified (release key ${RELEASE_PUBLIC_KEY:16:12}...)"
+  info "SHA256SUMS: signature verified (release key ${RELEASE_PUBLIC_KEY:36:12}...)"
 }
 
 # Prints the SHA-256 that the verified SHA256SUMS gives for file $1.

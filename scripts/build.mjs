@@ -10,8 +10,9 @@
 //      destroys the blob);
 //   3. dist/service-deploy-linux-<arch>.xz (what install.sh downloads where xz exists;
 //      cached by content), dist/service-deploy (this machine's arch), dist/SHA256SUMS;
-//   4. the release signature: dist/SHA256SUMS.sig (Ed25519) and dist/install.sh carrying
-//      the public key it was made with. The private key comes from the file named by
+//   4. the release signature: dist/SHA256SUMS.sig (ECDSA P-256 over SHA-256, DER: what
+//      `openssl dgst -sha256 -verify` checks from OpenSSL 1.1.1 on) and dist/install.sh
+//      carrying the public key it was made with. The private key comes from the file named by
 //      SERVICE_DEPLOY_SIGNING_KEY (a release: it must be the key install.sh names), or
 //      else a throwaway key of this checkout (build/dev-signing-key.pem: a development
 //      build that only its own install.sh trusts). docs/release.md.
@@ -85,7 +86,12 @@ const sums = TARGETS.flatMap(({ arch }) => [`service-deploy-linux-${arch}`, `ser
   .map((name) => path.join(dist, name))
   .filter((file) => fs.existsSync(file))
   .map((file) => `${sha256(fs.readFileSync(file))}  ${path.basename(file)}`);
-fs.writeFileSync(path.join(dist, 'SHA256SUMS'), `${sums.join('\n')}\n`);
+// Atomically, and only when it changes: a reader (a test copying dist/) never sees it half written.
+const sumsFile = path.join(dist, 'SHA256SUMS');
+if (!fs.existsSync(sumsFile) || fs.readFileSync(sumsFile, 'utf8') !== `${sums.join('\n')}\n`) {
+  fs.writeFileSync(`${sumsFile}.tmp`, `${sums.join('\n')}\n`);
+  fs.renameSync(`${sumsFile}.tmp`, sumsFile);
+}
 const signedWith = signRelease();
 const version = execFileSync(path.join(dist, 'service-deploy'), ['--version'], { encoding: 'utf8' }).trim();
 console.error(`built service-deploy ${version} in ${((Date.now() - started) / 1000).toFixed(1)} s -> dist/ (signed with ${signedWith})`);
@@ -262,9 +268,17 @@ async function compress(arch, make) {
   fs.copyFileSync(cached, out);
 }
 
+/** The release key's kind: ECDSA on P-256, the signature over SHA-256 (docs/release.md). */
+function isReleaseKeyKind(key) {
+  return key.asymmetricKeyType === 'ec' && key.asymmetricKeyDetails?.namedCurve === 'prime256v1';
+}
+
 /**
- * Signs dist/SHA256SUMS (Ed25519, raw 64-byte signature in SHA256SUMS.sig) and writes
- * dist/install.sh with the public key in RELEASE_PUBLIC_KEY. Returns what signed it.
+ * Signs dist/SHA256SUMS (ECDSA P-256 over SHA-256, the DER signature in SHA256SUMS.sig:
+ * `openssl dgst -sha256 -verify` checks it on every OpenSSL from 1.1.1 on) and writes
+ * dist/install.sh with the public key in RELEASE_PUBLIC_KEY. An existing SHA256SUMS.sig
+ * that already verifies for these sums and this key is kept (ECDSA signatures differ
+ * each time: an unchanged build stays byte for byte the same). Returns what signed it.
  */
 function signRelease() {
   const KEY_LINE = /^RELEASE_PUBLIC_KEY="([^"]*)"$/m;
@@ -280,13 +294,18 @@ function signRelease() {
     key = createPrivateKey(fs.readFileSync(real));
   } else {
     const devKey = path.join(build, 'dev-signing-key.pem');
-    if (!fs.existsSync(devKey)) {
-      const { privateKey } = generateKeyPairSync('ed25519');
-      fs.writeFileSync(devKey, privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
+    // Made on first use; a throwaway key of another kind (an older checkout's Ed25519) is replaced.
+    if (!fs.existsSync(devKey) || !isReleaseKeyKind(createPrivateKey(fs.readFileSync(devKey)))) {
+      const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
+      fs.writeFileSync(`${devKey}.tmp`, privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
+      fs.renameSync(`${devKey}.tmp`, devKey);
     }
     key = createPrivateKey(fs.readFileSync(devKey));
   }
-  if (key.asymmetricKeyType !== 'ed25519') throw new Error(`the signing key is ${key.asymmetricKeyType}, not Ed25519`);
+  if (!isReleaseKeyKind(key)) {
+    const kind = key.asymmetricKeyType === 'ec' ? `EC ${key.asymmetricKeyDetails?.namedCurve ?? 'with explicit parameters'}` : key.asymmetricKeyType;
+    throw new Error(`the signing key is ${kind}, not ECDSA P-256 (prime256v1, a named curve): docs/release.md says how to make one`);
+  }
   const publicKey = createPublicKey(key).export({ type: 'spki', format: 'der' }).toString('base64');
   if (keyFile && publicKey !== trusted) {
     throw new Error(
@@ -296,9 +315,14 @@ function signRelease() {
     );
   }
   const sums = fs.readFileSync(path.join(dist, 'SHA256SUMS'));
-  const signature = sign(null, sums, key);
-  if (!verify(null, sums, createPublicKey(key), signature)) throw new Error('the signature of SHA256SUMS does not verify');
-  fs.writeFileSync(path.join(dist, 'SHA256SUMS.sig'), signature);
+  const sigFile = path.join(dist, 'SHA256SUMS.sig');
+  const verifies = (signature) => verify('sha256', sums, { key: createPublicKey(key), dsaEncoding: 'der' }, signature);
+  if (!(fs.existsSync(sigFile) && verifies(fs.readFileSync(sigFile)))) {
+    const signature = sign('sha256', sums, { key, dsaEncoding: 'der' });
+    if (!verifies(signature)) throw new Error('the signature of SHA256SUMS does not verify');
+    fs.writeFileSync(`${sigFile}.tmp`, signature);
+    fs.renameSync(`${sigFile}.tmp`, sigFile);
+  }
   const published = path.join(dist, 'install.sh');
   fs.writeFileSync(`${published}.tmp`, script.replace(KEY_LINE, `RELEASE_PUBLIC_KEY="${publicKey}"`), { mode: 0o755 });
   fs.renameSync(`${published}.tmp`, published);

@@ -24,11 +24,19 @@ function sha256(data: string | Buffer): string {
   return createHash('sha256').update(data).digest('hex');
 }
 
-/** A throwaway release key: the private half signs, the public half goes into install.sh. */
+/** A throwaway release key (ECDSA P-256, as the build's): the private half signs, the public half goes into install.sh. */
 function releaseKey(): { privateKey: KeyObject; publicB64: string } {
-  const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+  const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
   return { privateKey, publicB64: publicKey.export({ type: 'spki', format: 'der' }).toString('base64') };
 }
+
+/** What the build writes as SHA256SUMS.sig: a DER ECDSA signature over the SHA-256 of the sums. */
+function signSums(sums: string, key: KeyObject): Buffer {
+  return sign('sha256', Buffer.from(sums), { key, dsaEncoding: 'der' });
+}
+
+/** The fixed start of a P-256 public key's SubjectPublicKeyInfo in base64 (the curve's OIDs and the 0x04 point prefix). */
+const P256_SPKI_PREFIX = 'MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE';
 
 function xz(data: string | Buffer): Buffer {
   return execFileSync('xz', ['-1', '-c'], { input: data });
@@ -52,6 +60,8 @@ interface Release {
   tamperSums?: (sums: string) => string;
   /** Who signs: our key (default), another key, or nobody. */
   signer?: 'ours' | 'other' | 'none';
+  /** Served as SHA256SUMS.sig instead of a signature (e.g. an older release's format). */
+  signature?: Buffer;
 }
 
 function publish(release: Release): void {
@@ -61,7 +71,8 @@ function publish(release: Release): void {
   fs.writeFileSync(path.join(served, `${FILE}.xz`), packed);
   const sums = release.sums ?? `${sha256(release.binary)}  ${FILE}\n${sha256(packed)}  ${FILE}.xz\n`;
   const signer = release.signer ?? 'ours';
-  if (signer !== 'none') fs.writeFileSync(path.join(served, 'SHA256SUMS.sig'), sign(null, Buffer.from(sums), (signer === 'ours' ? ours : other).privateKey));
+  if (release.signature) fs.writeFileSync(path.join(served, 'SHA256SUMS.sig'), release.signature);
+  else if (signer !== 'none') fs.writeFileSync(path.join(served, 'SHA256SUMS.sig'), signSums(sums, (signer === 'ours' ? ours : other).privateKey));
   fs.writeFileSync(path.join(served, 'SHA256SUMS'), release.tamperSums ? release.tamperSums(sums) : sums);
 }
 
@@ -129,6 +140,8 @@ describe('install.sh', () => {
     const result = await runInstaller(root, ['--reset-clean', '--yes', 'two words']);
     expect(result.exitCode, result.stderr).toBe(0);
     expect(result.stderr).toContain('installed');
+    expect(ours.publicB64.startsWith(P256_SPKI_PREFIX)).toBe(true);
+    expect(result.stderr).toContain(`SHA256SUMS: signature verified (release key ${ours.publicB64.slice(36, 48)}...)`);
     expect(server.requests.slice(before)).toEqual(['/SHA256SUMS', '/SHA256SUMS.sig', `/${FILE}.xz`]);
     const installed = path.join(root, 'usr/local/bin/service-deploy');
     expect(fs.statSync(installed).mode & 0o777).toBe(0o755);
@@ -199,6 +212,31 @@ describe('install.sh', () => {
     await expectRefused(sandbox(), /is not signed by the service-deploy release key/);
   });
 
+  it('refuses a signature in another form: raw Ed25519 bytes (what builds made before ECDSA), the DER signature cut short, an empty file', async () => {
+    const { privateKey } = generateKeyPairSync('ed25519');
+    const binary = fakeBinary(marker);
+    const sums = `${sha256(binary)}  ${FILE}\n${sha256(xz(binary))}  ${FILE}.xz\n`;
+    const good = signSums(sums, ours.privateKey);
+    for (const signature of [sign(null, Buffer.from(sums), privateKey), good.subarray(0, good.length - 1), Buffer.alloc(0)]) {
+      publish({ binary, sums, signature });
+      await expectRefused(sandbox(), /is not signed by the service-deploy release key/);
+    }
+  });
+
+  it('checks the signature with one openssl command that OpenSSL 1.1.1 (Debian 11) knows as well as 3.x: dgst -sha256 -verify', () => {
+    // Every openssl command in the script (comments dropped, continuation lines joined).
+    const code = REPO_SCRIPT.split('\n').filter((line) => !/^\s*#/.test(line)).join('\n').replace(/\\\n\s*/g, ' ');
+    const calls = [...code.matchAll(/(?:\$\(|^\s*|[;&|!]\s*)openssl\s+([^\n;|)]*)/gm)].map((m) => m[1]!.trim());
+    expect(calls.map((c) => c.split(/\s+/)[0])).toEqual(['dgst']);
+    const options = calls[0]!.split(/\s+/).filter((w) => w.startsWith('-'));
+    expect(options).toEqual(['-sha256', '-verify', '-signature']);
+    // `openssl dgst` options of OpenSSL 1.1.1 (its manual page); -rawin, -pkeyopt, -sigfile and
+    // the rest of pkeyutl's raw mode are OpenSSL 3 only.
+    const dgst111 = ['-help', '-c', '-r', '-hex', '-binary', '-digest', '-out', '-sign', '-passin', '-verify', '-prverify', '-signature', '-keyform', '-sigopt', '-hmac', '-mac', '-macopt', '-rand', '-writerand', '-engine', '-engine_impl', '-fips-fingerprint', '-list', '-sha256'];
+    for (const option of options) expect(dgst111, `${option} is not an OpenSSL 1.1.1 dgst option`).toContain(option);
+    expect(REPO_SCRIPT).not.toMatch(/pkeyutl|-rawin|-sigfile/);
+  });
+
   it("the repository's own install.sh (no release key in it) refuses, naming why", async () => {
     publish({ binary: fakeBinary(marker) });
     expect(REPO_SCRIPT).toMatch(/^RELEASE_PUBLIC_KEY=""$/m);
@@ -250,7 +288,8 @@ describe('install.sh', () => {
     }
     const published = fs.readFileSync(path.join(REPO, 'dist/install.sh'), 'utf8');
     expect(published.replace(KEY_LINE, '')).toBe(REPO_SCRIPT.replace(KEY_LINE, ''));
-    expect(published).toMatch(/^RELEASE_PUBLIC_KEY="MCowBQYDK2VwAyEA[A-Za-z0-9+/]{43}="$/m);
+    // An ECDSA P-256 public key (SubjectPublicKeyInfo, named curve, uncompressed point).
+    expect(published).toMatch(new RegExp(`^RELEASE_PUBLIC_KEY="${P256_SPKI_PREFIX}[A-Za-z0-9+/]{86}=="$`, 'm'));
     const result = await runInstaller(sandbox(), ['--version'], published);
     expect(result.exitCode, result.stderr).toBe(0);
     expect(result.stdout.trim()).toBe(JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8')).version);

@@ -1,4 +1,5 @@
 import type { Files } from './files.js';
+import type { Exec } from './exec.js';
 
 export interface OsInfo {
   id: string;
@@ -54,4 +55,23 @@ export function isSupportedOs(os: OsInfo): boolean {
 /** The machine's CPU architecture in Node's naming, or undefined if we do not ship for it. */
 export function supportedArch(arch: string = process.arch): 'x64' | 'arm64' | undefined {
   return arch === 'x64' || arch === 'arm64' ? arch : undefined;
+}
+
+/**
+ * The C library's version ("2.31") as `getconf GNU_LIBC_VERSION` reports it ("glibc
+ * 2.31"); undefined where the answer is not glibc's or getconf cannot answer.
+ */
+export async function glibcVersion(exec: Exec): Promise<string | undefined> {
+  const r = await exec.run('getconf', ['GNU_LIBC_VERSION'], { allowFailure: true });
+  return r.exitCode === 0 ? /^glibc (\d+\.\d+)/.exec(r.stdout.trim())?.[1] : undefined;
+}
+
+/** Whether dotted version `have` is older than `floor` ("2.31" < "2.34"; "2.4" < "2.34"). */
+export function versionBelow(have: string, floor: string): boolean {
+  const a = have.split('.').map(Number);
+  const b = floor.split('.').map(Number);
+  for (let i = 0; i < Math.max(a.length, b.length); i++) {
+    if ((a[i] ?? 0) !== (b[i] ?? 0)) return (a[i] ?? 0) < (b[i] ?? 0);
+  }
+  return false;
 }

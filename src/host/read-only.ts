@@ -19,6 +19,8 @@ export class CheckModeViolation extends Error {
 export const READ_ONLY_COMMANDS: Readonly<Record<string, (args: readonly string[]) => boolean>> = {
   'dpkg-query': () => true,
   ss: () => true,
+  // preflight: the C library's version.
+  getconf: (args) => args.length === 1 && args[0] === 'GNU_LIBC_VERSION',
   journalctl: () => true,
   'cloud-init': (args) => args[0] === 'status',
   node: (args) => args.length === 1 && args[0] === '--version',

@@ -1,13 +1,20 @@
 import os from 'node:os';
 import { statfsSync } from 'node:fs';
 import { DeployError } from '../errors.js';
-import { isSupportedOs, readOs, supportedArch } from '../host/os.js';
+import { glibcVersion, isSupportedOs, readOs, supportedArch, versionBelow } from '../host/os.js';
 import type { Step } from '../pipeline/step.js';
 import { CHANNEL_PORT, GATEWAY_PORT } from '../layout.js';
 import { mcpTokenVerdict, rejectedTokenMessage } from './mcp.js';
 
 const MIN_FREE_DISK = 3 * 1024 ** 3;
 const MIN_MEMORY = 1024 ** 3;
+/**
+ * The oldest glibc the pinned components load on: QMD's SQLite is better-sqlite3 13,
+ * whose only Linux builds are the prebuilt modules in its package, linked against
+ * GLIBC_2.34 (Node 24 itself needs 2.28). Ubuntu 22.04 has 2.35; Debian 11 has 2.31,
+ * where the install otherwise failed half-way, at the memory index (docs/e2e.md).
+ */
+export const GLIBC_FLOOR = '2.34';
 /** Processes allowed to hold our ports: a previous deployment of ours. */
 const OUR_LISTENERS = /openclaw|node|nginx/;
 
@@ -18,7 +25,7 @@ const OUR_LISTENERS = /openclaw|node|nginx/;
 export const preflightStep: Step = {
   id: 'preflight',
   title: 'Preflight checks',
-  async check({ host, profile, answers }) {
+  async check({ host, profile, answers, components }) {
     const problems: string[] = [];
     // The MCP token is checked here, before anything changes, when the server answers
     // (an unreachable server is the mcp step's to report).
@@ -31,6 +38,11 @@ export const preflightStep: Step = {
       else problems.push(`${osInfo.prettyName || 'this OS'} is not supported: use Ubuntu 22.04 or 24.04 (or set SERVICE_ALLOW_UNSUPPORTED_OS=1)`);
     }
     if (!supportedArch()) problems.push(`CPU architecture ${process.arch} is not supported (x86_64 or aarch64)`);
+    // Even with SERVICE_ALLOW_UNSUPPORTED_OS=1: the memory component cannot run there.
+    const glibc = await glibcVersion(host.exec);
+    if (glibc && versionBelow(glibc, GLIBC_FLOOR)) {
+      problems.push(`glibc ${glibc} is older than ${GLIBC_FLOOR}, which QMD ${components.qmd.version}'s SQLite module (better-sqlite3, prebuilt) needs: use Ubuntu 22.04 or 24.04`);
+    }
 
     const stats = statfsSync(host.paths.real('/'));
     const free = stats.bavail * stats.bsize;

@@ -21,6 +21,7 @@ import { craftedArchivesOnRealRoot } from './crafted-archives.js';
 import { brokenUpgradeRollsBack, chatTraffic, consistentBackupOnServer, earlierReleaseInstalled, exchangesRestored, packBrokenBuild, restartDuringTurn, rollbackByHand, upgradeFromEarlierRelease } from './lifecycle.js';
 import { QUICKSTART_WORLD, prepareQuickstart, runQuickstart, type QuickstartRun } from './quickstart.js';
 import { systemSnapshot, uninstallLeavesNothing, type SystemSnapshot } from './uninstall.js';
+import { signatureRefusedOnThisOpenssl } from './signature.js';
 
 const components = JSON.parse(fs.readFileSync(path.join(REPO, 'templates/components.json'), 'utf8'));
 const profile = JSON.parse(fs.readFileSync(path.join(REPO, 'templates/service-profile.json'), 'utf8'));
@@ -120,6 +121,10 @@ describe.sequential(`a partner deploys and operates the agent on a real server (
   let token = '';
   let knock = '';
   let beforeInstall: SystemSnapshot | undefined;
+
+  step("0. the release signature on this suite's OpenSSL: tampered sums, another key, an Ed25519 signature and none are refused, nothing installed", 3 * 60_000, async () => {
+    world.notes.push(`release signature: ${await signatureRefusedOnThisOpenssl(world)}`);
+  });
 
   step('1. docs/quickstart.md as written (the first install: sudo, --answers, --channel), then the catalog deploy over it -> exit 0, JSON result', 20 * 60_000, async () => {
     await prepareQuickstart(world);

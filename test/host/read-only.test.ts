@@ -97,6 +97,8 @@ describe('the read-only host (check mode by construction)', () => {
     expect(isReadOnlyCommand('/opt/service-deploy/node/bin/node', ['--version'])).toBe(true);
     expect(isReadOnlyCommand('/opt/service-deploy/node/bin/node', ['-e', 'x'])).toBe(false);
     expect(isReadOnlyCommand('tailscale', ['serve', 'status'])).toBe(true);
+    expect(isReadOnlyCommand('getconf', ['GNU_LIBC_VERSION'])).toBe(true);
+    expect(isReadOnlyCommand('getconf', ['-a'])).toBe(false);
     expect(isReadOnlyCommand('tailscale', ['serve', '--bg', 'x'])).toBe(false);
     // The channel firewall's checks read; loading, deleting or opening a port does not.
     expect(isReadOnlyCommand('nft', ['list', 'tables'])).toBe(true);
