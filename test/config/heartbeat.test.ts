@@ -46,18 +46,31 @@ describe('the managed heartbeat in the real gateway', () => {
     const job = (JSON.parse(list.stdout).jobs as Array<{ id: string; declarationKey?: string; schedule: { everyMs?: number } }>).find((j) => j.declarationKey === 'heartbeat:main');
     expect(job, list.stdout.slice(0, 2000)).toBeDefined();
     expect(job!.schedule.everyMs).toBe(30 * 60_000);
+    // The gateway may start the same job itself (its schedule, or at start on a busy
+    // machine): `cron run` then answers "already-running". That run is a heartbeat too:
+    // wait for it to end and ask again; every run is judged below.
     for (let run = 1; run <= 2; run++) {
-      const result = await openclaw(['cron', 'run', job!.id, '--wait', '--wait-timeout', '5m']);
+      const deadline = Date.now() + budget(300_000);
+      let result = await openclaw(['cron', 'run', job!.id, '--wait', '--wait-timeout', '5m']);
+      while (result.stdout.includes('already-running') && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 2_000));
+        result = await openclaw(['cron', 'run', job!.id, '--wait', '--wait-timeout', '5m']);
+      }
       expect(result.exitCode, `${result.stdout}\n${result.stderr}`).toBe(0);
       expect(JSON.parse(result.stdout)).toMatchObject({ status: 'ok', completionStatus: 'succeeded', run: { summary: 'heartbeat completed', deliveryStatus: 'not-requested' } });
     }
     const runs = await openclaw(['cron', 'runs', job!.id, '--json']);
-    expect((JSON.parse(runs.stdout).entries as Array<{ status: string }>).map((e) => e.status)).toEqual(['ok', 'ok']);
+    const statuses = (JSON.parse(runs.stdout).entries as Array<{ status: string }>).map((e) => e.status);
+    expect(statuses.length).toBeGreaterThanOrEqual(2);
+    expect(statuses.every((s) => s === 'ok'), statuses.join(',')).toBe(true);
     // One model call per heartbeat; isolated: no growing history, the same size each time.
-    expect(provider.requests).toHaveLength(2);
-    const [first, second] = provider.requests;
-    expect(second!.messages.length).toBe(first!.messages.length);
-    expect(Math.abs(second!.bytes - first!.bytes)).toBeLessThan(200);
+    expect(provider.requests).toHaveLength(statuses.length);
+    const [first] = provider.requests;
+    const second = provider.requests.at(-1);
+    for (const request of provider.requests) {
+      expect(request.messages.length).toBe(first!.messages.length);
+      expect(Math.abs(request.bytes - first!.bytes)).toBeLessThan(200);
+    }
     console.log(`heartbeat request: ${first!.bytes} bytes (${first!.tools} tools, ${first!.messages.length} messages), then ${second!.bytes} bytes`);
   }, budget(600_000));
 });
