@@ -5,6 +5,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
+import { lastUserText, writeChatCompletion } from '../helpers/chat-completion.js';
 
 async function listen(server: http.Server): Promise<string> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -17,10 +18,6 @@ function closer(server: http.Server): () => Promise<void> {
       server.closeAllConnections();
       server.close(() => resolve());
     });
-}
-
-function textOf(content: unknown): string {
-  return typeof content === 'string' ? content : Array.isArray(content) ? content.map((p: { text?: string }) => p?.text ?? '').join('') : '';
 }
 
 /** What a scripted turn answers instead of the echo: tool calls, or a text. */
@@ -88,24 +85,9 @@ function answer(res: http.ServerResponse, json: { model: string; stream?: boolea
     replyToolCalls(res, json, scripted.toolCalls);
     return;
   }
-  const lastUser = [...json.messages].reverse().find((m) => m.role === 'user' && !textOf(m.content).startsWith('<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT'));
-  const userText = textOf(lastUser?.content);
+  const userText = lastUserText(json.messages);
   const said = /\] ([^\n]*)/.exec(userText)?.[1] ?? userText.split('\n').pop() ?? '';
-  const text = scripted && 'text' in scripted ? scripted.text : `STAND-IN REPLY from ${json.model} to: ${said}`;
-  const id = `chatcmpl-${Date.now()}`;
-  const created = Math.floor(Date.now() / 1000);
-  const usage = { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 };
-  if (!json.stream) {
-    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ id, object: 'chat.completion', created, model: json.model, choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop' }], usage }));
-    return;
-  }
-  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-  const chunk = (delta: object, finish: string | null = null) => `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: json.model, choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
-  res.write(chunk({ role: 'assistant', content: '' }));
-  res.write(chunk({ content: text }));
-  res.write(chunk({}, 'stop'));
-  res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: json.model, choices: [], usage })}\n\n`);
-  res.end('data: [DONE]\n\n');
+  writeChatCompletion(res, json, scripted && 'text' in scripted ? scripted.text : `STAND-IN REPLY from ${json.model} to: ${said}`);
 }
 
 /** An assistant turn that calls tools (OpenAI chat completions, stream or not). */

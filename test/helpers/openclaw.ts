@@ -6,6 +6,7 @@ import path from 'node:path';
 import { execa } from 'execa';
 import { REPO } from './binary.js';
 import { budget } from './budget.js';
+import { lastUserText, writeChatCompletion } from './chat-completion.js';
 import { freePort } from './nginx.js';
 import { tempDir } from './tmp.js';
 
@@ -66,10 +67,6 @@ export interface FakeProvider {
   close(): Promise<void>;
 }
 
-function textOf(content: unknown): string {
-  return typeof content === 'string' ? content : Array.isArray(content) ? content.map((p: { text?: string }) => p?.text ?? '').join('') : '';
-}
-
 /** A loopback stand-in for the service's AI gateway (OpenAI chat completions, SSE). */
 export async function startFakeProvider(): Promise<FakeProvider> {
   const requests: FakeProvider['requests'] = [];
@@ -83,22 +80,8 @@ export async function startFakeProvider(): Promise<FakeProvider> {
       }
       const json = JSON.parse(body) as { model: string; stream?: boolean; messages: Array<{ role: string; content: unknown }>; tools?: unknown[] };
       requests.push({ model: json.model, messages: json.messages, bytes: Buffer.byteLength(body), tools: json.tools?.length ?? 0 });
-      const lastUser = [...json.messages].reverse().find((m) => m.role === 'user' && !textOf(m.content).startsWith('<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT'));
-      const said = /\] ([^\n]*)/.exec(textOf(lastUser?.content))?.[1] ?? '';
-      const text = `STAND-IN REPLY to: ${said}`;
-      const id = `chatcmpl-${Date.now()}`;
-      const created = Math.floor(Date.now() / 1000);
-      if (!json.stream) {
-        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ id, object: 'chat.completion', created, model: json.model, choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop' }], usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 } }));
-        return;
-      }
-      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-      const chunk = (delta: object, finish: string | null = null) => `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: json.model, choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
-      res.write(chunk({ role: 'assistant', content: '' }));
-      res.write(chunk({ content: text }));
-      res.write(chunk({}, 'stop'));
-      res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: json.model, choices: [], usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 } })}\n\n`);
-      res.end('data: [DONE]\n\n');
+      const said = /\] ([^\n]*)/.exec(lastUserText(json.messages))?.[1] ?? '';
+      writeChatCompletion(res, json, `STAND-IN REPLY to: ${said}`);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
