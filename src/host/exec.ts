@@ -32,6 +32,8 @@ export interface RunResult {
   stdout: string;
   stderr: string;
   failed: boolean;
+  /** Killed at `timeoutMs`: the command did not finish, which says nothing of its verdict. */
+  timedOut: boolean;
 }
 
 /** What every child gets from our environment, and nothing else unless the call asks. */
@@ -113,6 +115,7 @@ export class Exec {
       stdout: String(result.stdout ?? ''),
       stderr: this.redactor.redact(String(result.stderr ?? '')),
       failed: Boolean(result.failed),
+      timedOut: Boolean(result.timedOut),
     };
     if (result.failed) {
       const reason = result.timedOut
