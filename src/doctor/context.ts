@@ -11,6 +11,9 @@ import { installedFilesProblem } from '../pipeline/manifest.js';
 import { nodeFiles, openclawFiles } from '../runtime/openclaw.js';
 import { meshStatus, type MeshStatus } from '../steps/mesh-client.js';
 import { planFile } from '../pipeline/files.js';
+import type { RunResult } from '../host/exec.js';
+import { gatewayUnitFile } from '../steps/gateway-service.js';
+import * as probes from './probes.js';
 import { auditManifest, type FileIssue, type ManifestAudit } from './audit.js';
 import { OWN_FILES } from './own-files.js';
 
@@ -140,6 +143,58 @@ export class DoctorContext {
       const entry = (config as any)?.plugins?.entries?.['service-channel'];
       return Boolean(entry && entry.enabled !== false);
     });
+  }
+
+  /** `openclaw config validate` (config-valid). */
+  configValidation(): Promise<RunResult> {
+    return this.once('config-validate', () => probes.configValidation(this.host));
+  }
+
+  /** `openclaw secrets audit --check` (secrets). */
+  secretsAudit(): Promise<RunResult> {
+    return this.once('secrets-audit', () => probes.secretsAudit(this.host));
+  }
+
+  /** `systemd-analyze security` of the gateway unit (gateway-sandbox). */
+  sandboxRating(): Promise<RunResult> {
+    return this.once('sandbox-rating', () => probes.sandboxRating(this.host));
+  }
+
+  /** `nginx -t` (nginx). */
+  nginxTest(): Promise<RunResult> {
+    return this.once('nginx-test', () => probes.nginxTest(this.host));
+  }
+
+  /** The guard's last run in the journal (guard-cron). */
+  lastGuardRun(): Promise<probes.GuardRun | undefined> {
+    return this.once('guard-run', () => probes.lastGuardRun(this.host));
+  }
+
+  /** Pending device approvals (devices). */
+  pendingDevices(): Promise<probes.PendingDevice[]> {
+    return this.once('devices', () => probes.pendingDevices(this.host));
+  }
+
+  /**
+   * Starts the slow commands the selected checks will run (each is read-only, and runs
+   * once per pass either way), before the checks' own work, so that they run while it
+   * is done instead of after it. A command starts where its check's cheap preconditions
+   * on disk hold (the file it judges exists, the CLI is installed); where a later
+   * precondition of the check fails, its result is simply not used. Secrets are
+   * registered with the redactor first (the answers, channel.env).
+   */
+  async startSlowProbes(ids: ReadonlySet<string>): Promise<void> {
+    const { files } = this.host;
+    const [{ answers }, , config, cli] = await Promise.all([this.answersRead(), this.channelEnv(), files.exists(LAYOUT.runtimeConfig), files.exists(LAYOUT.openclawBin)]);
+    const started: Array<Promise<unknown>> = [];
+    // The slowest first (the OpenClaw CLI starts a Node runtime).
+    if (ids.has('secrets') && answers && config && cli) started.push(this.secretsAudit());
+    if (ids.has('config-valid') && config && cli) started.push(this.configValidation());
+    if (ids.has('gateway-sandbox') && (await files.read(LAYOUT.gatewayUnitFile)) === gatewayUnitFile().content) started.push(this.sandboxRating());
+    if (ids.has('nginx') && (await this.channelConfigured()) && (await files.exists(LAYOUT.nginxSite))) started.push(this.nginxTest());
+    if (ids.has('guard-cron') && answers) started.push(this.lastGuardRun());
+    // Their checks handle failures; one that no check reads is not an unhandled rejection.
+    for (const p of started) p.catch(() => undefined);
   }
 
   /** TCP listeners (`ss -Hltnp`), parsed. */
