@@ -14,8 +14,19 @@ import { planFile } from '../pipeline/files.js';
 import type { RunResult } from '../host/exec.js';
 import { gatewayUnitFile } from '../steps/gateway-service.js';
 import * as probes from './probes.js';
+import type { ServiceScope } from '../host/services.js';
+import { missingPackages } from '../host/apt.js';
+import { readOs } from '../host/os.js';
+import { browserFor } from '../steps/browser.js';
+import { FIREWALLD_UNIT } from '../steps/channel-firewall.js';
 import { auditManifest, type FileIssue, type ManifestAudit } from './audit.js';
 import { OWN_FILES } from './own-files.js';
+
+export interface UnitState {
+  active: boolean;
+  enabled: boolean;
+  mainPid?: number;
+}
 
 export interface Listener {
   address: string;
@@ -112,12 +123,36 @@ export class DoctorContext {
     });
   }
 
-  gatewayActive(): Promise<boolean> {
-    return this.once('gateway-active', () => this.host.services.isActive('user', LAYOUT.gatewayUnit));
+  /**
+   * A unit's state, asked once per pass. The units asked in one turn of the event loop
+   * are answered by one `systemctl show` per scope (host/services.ts).
+   */
+  unit(scope: ServiceScope, name: string): Promise<UnitState> {
+    return this.once(`unit:${scope}:${name}`, async () => {
+      const { services } = this.host;
+      const [active, enabled, mainPid] = await Promise.all([services.isActive(scope, name), services.isEnabled(scope, name), services.mainPid(scope, name)]);
+      return { active, enabled, mainPid };
+    });
   }
 
-  gatewayPid(): Promise<number | undefined> {
-    return this.once('gateway-pid', () => this.host.services.mainPid('user', LAYOUT.gatewayUnit));
+  async gatewayActive(): Promise<boolean> {
+    return (await this.unit('user', LAYOUT.gatewayUnit)).active;
+  }
+
+  async gatewayPid(): Promise<number | undefined> {
+    return (await this.unit('user', LAYOUT.gatewayUnit)).mainPid;
+  }
+
+  /** The system packages the install puts in and the browser it chose for this OS, and which of them dpkg lacks. */
+  packages(): Promise<{ wanted: string[]; missing: string[] }> {
+    return this.once('packages', async () => {
+      const os = await readOs(this.host.files);
+      const browser = browserFor(os, this.components);
+      // The install skips the browser where none is known for the OS, or Chrome on arm64.
+      const browserSkipped = !browser || (browser.aptRepoUrl !== undefined && process.arch !== 'x64');
+      const wanted = [...this.components.systemPackages, ...(browserSkipped ? [] : [browser.package])];
+      return { wanted, missing: await missingPackages(this.host, wanted) };
+    });
   }
 
   /** channel.env as KEY -> value (secrets registered with the redactor), or undefined when absent. */
@@ -176,25 +211,48 @@ export class DoctorContext {
   }
 
   /**
-   * Starts the slow commands the selected checks will run (each is read-only, and runs
-   * once per pass either way), before the checks' own work, so that they run while it
-   * is done instead of after it. A command starts where its check's cheap preconditions
-   * on disk hold (the file it judges exists, the CLI is installed); where a later
-   * precondition of the check fails, its result is simply not used. Secrets are
+   * Starts, before the checks' own work, the commands the selected checks will run, so
+   * that they run while that work is done instead of after it: the slow ones (the
+   * OpenClaw CLI, systemd-analyze, nginx -t, journalctl), then the unit states and
+   * the packages the checks ask about (one `systemctl show` per scope, one
+   * `dpkg-query`, as when the checks ask them together), then, once the gateway is
+   * known to run, its device list. Each runs once per pass either way, and only where
+   * its check's cheap preconditions on disk hold (the file it judges exists, the CLI is
+   * installed); where a later precondition fails, the result is not used. Secrets are
    * registered with the redactor first (the answers, channel.env).
    */
-  async startSlowProbes(ids: ReadonlySet<string>): Promise<void> {
+  async startProbes(ids: ReadonlySet<string>): Promise<void> {
     const { files } = this.host;
-    const [{ answers }, , config, cli] = await Promise.all([this.answersRead(), this.channelEnv(), files.exists(LAYOUT.runtimeConfig), files.exists(LAYOUT.openclawBin)]);
+    const [{ answers }, , config, cli, channel, timer] = await Promise.all([
+      this.answersRead(),
+      this.channelEnv(),
+      files.exists(LAYOUT.runtimeConfig),
+      files.exists(LAYOUT.openclawBin),
+      this.channelConfigured(),
+      files.exists(LAYOUT.backupTimerFile),
+    ]);
     const started: Array<Promise<unknown>> = [];
     // The slowest first (the OpenClaw CLI starts a Node runtime).
     if (ids.has('secrets') && answers && config && cli) started.push(this.secretsAudit());
     if (ids.has('config-valid') && config && cli) started.push(this.configValidation());
     if (ids.has('gateway-sandbox') && (await files.read(LAYOUT.gatewayUnitFile)) === gatewayUnitFile().content) started.push(this.sandboxRating());
-    if (ids.has('nginx') && (await this.channelConfigured()) && (await files.exists(LAYOUT.nginxSite))) started.push(this.nginxTest());
+    if (ids.has('nginx') && channel && (await files.exists(LAYOUT.nginxSite))) started.push(this.nginxTest());
     if (ids.has('guard-cron') && answers) started.push(this.lastGuardRun());
+    const units: Array<[ServiceScope, string, boolean]> = [
+      ['user', LAYOUT.gatewayUnit, ['gateway-service', 'channel-drop-in', 'devices'].some((id) => ids.has(id))],
+      ['user', LAYOUT.qmdRefreshTimer, ids.has('memory')],
+      ['system', 'cron', ids.has('guard-cron')],
+      ['system', LAYOUT.channelFirewallUnit, ids.has('channel-limits') && channel],
+      ['system', FIREWALLD_UNIT, ids.has('channel-port') && channel && (await this.host.exec.which('firewall-cmd')) !== undefined],
+      ['system', LAYOUT.backupTimer, ids.has('backups') && timer],
+    ];
+    for (const [scope, name, wanted] of units) if (wanted) started.push(this.unit(scope, name));
+    if (ids.has('packages')) started.push(this.packages());
     // Their checks handle failures; one that no check reads is not an unhandled rejection.
     for (const p of started) p.catch(() => undefined);
+    // One turn of the event loop: the batched systemctl and dpkg questions start now.
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    if (ids.has('devices') && cli && (await this.gatewayActive().catch(() => false))) this.pendingDevices().catch(() => undefined);
   }
 
   /** TCP listeners (`ss -Hltnp`), parsed. */

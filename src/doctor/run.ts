@@ -109,7 +109,7 @@ export async function runDoctor(host: Host, options: { names: readonly string[];
   });
   const ctx = new DoctorContext(host, stored?.serviceOverrides);
   const ids = new Set(checks.map((c) => c.id));
-  await ctx.startSlowProbes(ids);
+  await ctx.startProbes(ids);
   const first = await runChecks(ctx, checks);
   if (!options.fix) return report(first);
   const wanted = new Set(first.filter((r) => r.status === 'fail' || r.status === 'warn').flatMap((r) => (r.action ? [r.action] : [])));
@@ -126,7 +126,7 @@ export async function runDoctor(host: Host, options: { names: readonly string[];
     }
     ctx.refresh();
   }
-  await ctx.startSlowProbes(ids);
+  await ctx.startProbes(ids);
   return { ...report(await runChecks(ctx, checks)), fixes, before: first };
 }
 

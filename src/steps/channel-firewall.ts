@@ -179,10 +179,11 @@ export function ufwMayBeEnabled(conf: string): boolean {
  *    from the rules loaded in the kernel. (Left out: a ufw.conf edited by hand to no
  *    without `ufw disable`, whose rules stay loaded until the next boot.)
  *  - firewalld runs as firewalld.service: where that unit is not active (one batched
- *    `systemctl show` with the other units asked now) it is not running; where it is,
+ *    `systemctl show` with the other units asked now; `unitActive` may answer it from a
+ *    state already asked) it is not running; where it is,
  *    `firewall-cmd --state` decides.
  */
-export async function hostFirewalls(host: Host): Promise<HostFirewalls> {
+export async function hostFirewalls(host: Host, unitActive = (unit: string) => host.services.isActive('system', unit)): Promise<HostFirewalls> {
   const out: HostFirewalls = {};
   if (await host.exec.which('ufw')) {
     const conf = await host.files.read(UFW_CONF);
@@ -193,7 +194,7 @@ export async function hostFirewalls(host: Host): Promise<HostFirewalls> {
     }
   }
   if (await host.exec.which('firewall-cmd')) {
-    const unit = await host.services.isActive('system', FIREWALLD_UNIT).catch(() => true);
+    const unit = await unitActive(FIREWALLD_UNIT).catch(() => true);
     const state = unit ? await host.exec.run('firewall-cmd', ['--state'], { allowFailure: true, timeoutMs: 30_000 }) : undefined;
     const running = state !== undefined && state.exitCode === 0 && state.stdout.trim() === 'running';
     if (!running) out.firewalld = { running, runtime: false, permanent: false };

@@ -24,7 +24,7 @@ export const backupsCheck: Check = {
     const schedule = await readSchedule(host);
     if (!schedule) return none;
     const [active, backups, timerInfo] = await Promise.all([
-      host.services.isActive('system', LAYOUT.backupTimer).catch(() => false),
+      ctx.unit('system', LAYOUT.backupTimer).then((u) => u.active, () => false),
       listBackups(host),
       host.files.stat(LAYOUT.backupTimerFile),
     ]);

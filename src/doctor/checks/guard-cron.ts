@@ -21,7 +21,7 @@ export const guardCronCheck: Check = {
       host.files.stat(LAYOUT.binary),
       ctx.lastGuardRun(),
       host.files.stat(LAYOUT.guardCron),
-      host.services.isActive('system', 'cron'),
+      ctx.unit('system', 'cron').then((u) => u.active),
     ]);
     const wrong = [cron, script].filter((c) => c !== undefined).map((c) => c!.summary);
     if (wrong.length > 0) {
