@@ -62,10 +62,14 @@ export class DoctorContext {
   /** Set by fix actions that changed what the gateway reads: the gateway-restart action then runs last. */
   gatewayRestartWanted = false;
 
-  /** `recorded`: the service profile overrides the install stored on this server. */
-  constructor(readonly host: Host, recorded: Record<string, string> = {}) {
+  /**
+   * `recorded`: the service profile overrides the install stored on this server;
+   * `answers`: answers.json as the caller just read it (readAnswers), not read again.
+   */
+  constructor(readonly host: Host, recorded: Record<string, string> = {}, answers?: AnswersRead) {
     this.profile = loadProfile(host.env, recorded);
     this.components = loadComponents(host.env);
+    if (answers) this.cache.set('answers', Promise.resolve(this.registered(answers)));
   }
 
   refresh(): void {
@@ -86,16 +90,13 @@ export class DoctorContext {
    * link, not valid) is a finding for the checks that need it, never a doctor crash.
    */
   answersRead(): Promise<AnswersRead> {
-    return this.once('answers', async () => {
-      try {
-        const answers = await readStoredAnswers(this.host);
-        if (answers) this.host.redactor.add(answers.apiKey, answers.mcpToken);
-        return { answers };
-      } catch (error) {
-        if (!(error instanceof UsageError)) throw error;
-        return { problem: error.message };
-      }
-    });
+    return this.once('answers', async () => this.registered(await readAnswers(this.host)));
+  }
+
+  /** The answers' secrets registered with the redactor. */
+  private registered(read: AnswersRead): AnswersRead {
+    if (read.answers) this.host.redactor.add(read.answers.apiKey, read.answers.mcpToken);
+    return read;
   }
 
   async answers(): Promise<StoredAnswers | undefined> {
@@ -232,12 +233,6 @@ export class DoctorContext {
       files.exists(LAYOUT.backupTimerFile),
     ]);
     const started: Array<Promise<unknown>> = [];
-    // The slowest first (the OpenClaw CLI starts a Node runtime).
-    if (ids.has('secrets') && answers && config && cli) started.push(this.secretsAudit());
-    if (ids.has('config-valid') && config && cli) started.push(this.configValidation());
-    if (ids.has('gateway-sandbox') && (await files.read(LAYOUT.gatewayUnitFile)) === gatewayUnitFile().content) started.push(this.sandboxRating());
-    if (ids.has('nginx') && channel && (await files.exists(LAYOUT.nginxSite))) started.push(this.nginxTest());
-    if (ids.has('guard-cron') && answers) started.push(this.lastGuardRun());
     const units: Array<[ServiceScope, string, boolean]> = [
       ['user', LAYOUT.gatewayUnit, ['gateway-service', 'channel-drop-in', 'devices'].some((id) => ids.has(id))],
       ['user', LAYOUT.qmdRefreshTimer, ids.has('memory')],
@@ -248,11 +243,19 @@ export class DoctorContext {
     ];
     for (const [scope, name, wanted] of units) if (wanted) started.push(this.unit(scope, name));
     if (ids.has('packages')) started.push(this.packages());
+    // One turn of the event loop: the batched systemctl and dpkg questions start now (first:
+    // the device list waits for the gateway's state).
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    // Then the slowest (the OpenClaw CLI starts a Node runtime).
+    if (ids.has('secrets') && answers && config && cli) started.push(this.secretsAudit());
+    if (ids.has('config-valid') && config && cli) started.push(this.configValidation());
+    if (ids.has('gateway-sandbox') && (await files.read(LAYOUT.gatewayUnitFile)) === gatewayUnitFile().content) started.push(this.sandboxRating());
+    if (ids.has('nginx') && channel && (await files.exists(LAYOUT.nginxSite))) started.push(this.nginxTest());
+    if (ids.has('guard-cron') && answers) started.push(this.lastGuardRun());
     // Their checks handle failures; one that no check reads is not an unhandled rejection.
     for (const p of started) p.catch(() => undefined);
-    // One turn of the event loop: the batched systemctl and dpkg questions start now.
-    await new Promise<void>((resolve) => setImmediate(resolve));
-    if (ids.has('devices') && cli && (await this.gatewayActive().catch(() => false))) this.pendingDevices().catch(() => undefined);
+    // The device list as soon as the gateway is known to run (when the systemctl answer is read).
+    if (ids.has('devices') && cli) void this.gatewayActive().then((active) => (active ? this.pendingDevices() : undefined)).catch(() => undefined);
   }
 
   /** TCP listeners (`ss -Hltnp`), parsed. */
@@ -303,6 +306,16 @@ export class DoctorContext {
   async repairedByFiles(...paths: string[]): Promise<boolean> {
     const [issues, unrecorded] = await Promise.all([this.issuesFor(...paths), this.unrecordedOwnDrift()]);
     return paths.every((p) => issues.some((i) => i.path === p) || unrecorded.includes(p)) && issues.every((i) => i.repair !== undefined);
+  }
+}
+
+/** answers.json through the install's strict reader; a file it refuses is a problem, not an error. */
+export async function readAnswers(host: Host): Promise<AnswersRead> {
+  try {
+    return { answers: await readStoredAnswers(host) };
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    return { problem: error.message };
   }
 }
 

@@ -1,9 +1,8 @@
-import { readStoredAnswers } from '../answers/index.js';
 import { UsageError } from '../errors.js';
 import { sweepLeftovers } from '../install/leftovers.js';
 import type { Host } from '../host/index.js';
 import { LAYOUT } from '../layout.js';
-import { DoctorContext } from './context.js';
+import { DoctorContext, readAnswers } from './context.js';
 import { FIX_ACTIONS } from './fixes.js';
 import { CHECKS } from './index.js';
 import type { Check, CheckReport, CheckStatus, FixActionId } from './types.js';
@@ -103,11 +102,8 @@ export async function runDoctor(host: Host, options: { names: readonly string[];
   // --fix repairs: it starts like an install, by removing what an interrupted run left.
   if (options.fix) await sweepLeftovers(host);
   // answers.json the strict reader refuses is a finding of the checks that need it (not exit 2): the profile then has no overrides.
-  const stored = await readStoredAnswers(host).catch((error: unknown) => {
-    if (error instanceof UsageError) return undefined;
-    throw error;
-  });
-  const ctx = new DoctorContext(host, stored?.serviceOverrides);
+  const stored = await readAnswers(host);
+  const ctx = new DoctorContext(host, stored.answers?.serviceOverrides, stored);
   const ids = new Set(checks.map((c) => c.id));
   await ctx.startProbes(ids);
   const first = await runChecks(ctx, checks);
