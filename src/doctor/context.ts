@@ -11,8 +11,22 @@ import { installedFilesProblem } from '../pipeline/manifest.js';
 import { nodeFiles, openclawFiles } from '../runtime/openclaw.js';
 import { meshStatus, type MeshStatus } from '../steps/mesh-client.js';
 import { planFile } from '../pipeline/files.js';
+import type { RunResult } from '../host/exec.js';
+import { gatewayUnitFile } from '../steps/gateway-service.js';
+import * as probes from './probes.js';
+import type { ServiceScope } from '../host/services.js';
+import { missingPackages } from '../host/apt.js';
+import { readOs } from '../host/os.js';
+import { browserFor } from '../steps/browser.js';
+import { FIREWALLD_UNIT } from '../steps/channel-firewall.js';
 import { auditManifest, type FileIssue, type ManifestAudit } from './audit.js';
 import { OWN_FILES } from './own-files.js';
+
+export interface UnitState {
+  active: boolean;
+  enabled: boolean;
+  mainPid?: number;
+}
 
 export interface Listener {
   address: string;
@@ -48,10 +62,14 @@ export class DoctorContext {
   /** Set by fix actions that changed what the gateway reads: the gateway-restart action then runs last. */
   gatewayRestartWanted = false;
 
-  /** `recorded`: the service profile overrides the install stored on this server. */
-  constructor(readonly host: Host, recorded: Record<string, string> = {}) {
+  /**
+   * `recorded`: the service profile overrides the install stored on this server;
+   * `answers`: answers.json as the caller just read it (readAnswers), not read again.
+   */
+  constructor(readonly host: Host, recorded: Record<string, string> = {}, answers?: AnswersRead) {
     this.profile = loadProfile(host.env, recorded);
     this.components = loadComponents(host.env);
+    if (answers) this.cache.set('answers', Promise.resolve(this.registered(answers)));
   }
 
   refresh(): void {
@@ -72,16 +90,13 @@ export class DoctorContext {
    * link, not valid) is a finding for the checks that need it, never a doctor crash.
    */
   answersRead(): Promise<AnswersRead> {
-    return this.once('answers', async () => {
-      try {
-        const answers = await readStoredAnswers(this.host);
-        if (answers) this.host.redactor.add(answers.apiKey, answers.mcpToken);
-        return { answers };
-      } catch (error) {
-        if (!(error instanceof UsageError)) throw error;
-        return { problem: error.message };
-      }
-    });
+    return this.once('answers', async () => this.registered(await readAnswers(this.host)));
+  }
+
+  /** The answers' secrets registered with the redactor. */
+  private registered(read: AnswersRead): AnswersRead {
+    if (read.answers) this.host.redactor.add(read.answers.apiKey, read.answers.mcpToken);
+    return read;
   }
 
   async answers(): Promise<StoredAnswers | undefined> {
@@ -109,12 +124,36 @@ export class DoctorContext {
     });
   }
 
-  gatewayActive(): Promise<boolean> {
-    return this.once('gateway-active', () => this.host.services.isActive('user', LAYOUT.gatewayUnit));
+  /**
+   * A unit's state, asked once per pass. The units asked in one turn of the event loop
+   * are answered by one `systemctl show` per scope (host/services.ts).
+   */
+  unit(scope: ServiceScope, name: string): Promise<UnitState> {
+    return this.once(`unit:${scope}:${name}`, async () => {
+      const { services } = this.host;
+      const [active, enabled, mainPid] = await Promise.all([services.isActive(scope, name), services.isEnabled(scope, name), services.mainPid(scope, name)]);
+      return { active, enabled, mainPid };
+    });
   }
 
-  gatewayPid(): Promise<number | undefined> {
-    return this.once('gateway-pid', () => this.host.services.mainPid('user', LAYOUT.gatewayUnit));
+  async gatewayActive(): Promise<boolean> {
+    return (await this.unit('user', LAYOUT.gatewayUnit)).active;
+  }
+
+  async gatewayPid(): Promise<number | undefined> {
+    return (await this.unit('user', LAYOUT.gatewayUnit)).mainPid;
+  }
+
+  /** The system packages the install puts in and the browser it chose for this OS, and which of them dpkg lacks. */
+  packages(): Promise<{ wanted: string[]; missing: string[] }> {
+    return this.once('packages', async () => {
+      const os = await readOs(this.host.files);
+      const browser = browserFor(os, this.components);
+      // The install skips the browser where none is known for the OS, or Chrome on arm64.
+      const browserSkipped = !browser || (browser.aptRepoUrl !== undefined && process.arch !== 'x64');
+      const wanted = [...this.components.systemPackages, ...(browserSkipped ? [] : [browser.package])];
+      return { wanted, missing: await missingPackages(this.host, wanted) };
+    });
   }
 
   /** channel.env as KEY -> value (secrets registered with the redactor), or undefined when absent. */
@@ -140,6 +179,83 @@ export class DoctorContext {
       const entry = (config as any)?.plugins?.entries?.['service-channel'];
       return Boolean(entry && entry.enabled !== false);
     });
+  }
+
+  /** `openclaw config validate` (config-valid). */
+  configValidation(): Promise<RunResult> {
+    return this.once('config-validate', () => probes.configValidation(this.host));
+  }
+
+  /** `openclaw secrets audit --check` (secrets). */
+  secretsAudit(): Promise<RunResult> {
+    return this.once('secrets-audit', () => probes.secretsAudit(this.host));
+  }
+
+  /** `systemd-analyze security` of the gateway unit (gateway-sandbox). */
+  sandboxRating(): Promise<RunResult> {
+    return this.once('sandbox-rating', () => probes.sandboxRating(this.host));
+  }
+
+  /** `nginx -t` (nginx). */
+  nginxTest(): Promise<RunResult> {
+    return this.once('nginx-test', () => probes.nginxTest(this.host));
+  }
+
+  /** The guard's last run in the journal (guard-cron). */
+  lastGuardRun(): Promise<probes.GuardRun | undefined> {
+    return this.once('guard-run', () => probes.lastGuardRun(this.host));
+  }
+
+  /** Pending device approvals (devices). */
+  pendingDevices(): Promise<probes.PendingDevice[]> {
+    return this.once('devices', () => probes.pendingDevices(this.host));
+  }
+
+  /**
+   * Starts, before the checks' own work, the commands the selected checks will run, so
+   * that they run while that work is done instead of after it: the slow ones (the
+   * OpenClaw CLI, systemd-analyze, nginx -t, journalctl), then the unit states and
+   * the packages the checks ask about (one `systemctl show` per scope, one
+   * `dpkg-query`, as when the checks ask them together), then, once the gateway is
+   * known to run, its device list. Each runs once per pass either way, and only where
+   * its check's cheap preconditions on disk hold (the file it judges exists, the CLI is
+   * installed); where a later precondition fails, the result is not used. Secrets are
+   * registered with the redactor first (the answers, channel.env).
+   */
+  async startProbes(ids: ReadonlySet<string>): Promise<void> {
+    const { files } = this.host;
+    const [{ answers }, , config, cli, channel, timer] = await Promise.all([
+      this.answersRead(),
+      this.channelEnv(),
+      files.exists(LAYOUT.runtimeConfig),
+      files.exists(LAYOUT.openclawBin),
+      this.channelConfigured(),
+      files.exists(LAYOUT.backupTimerFile),
+    ]);
+    const started: Array<Promise<unknown>> = [];
+    const units: Array<[ServiceScope, string, boolean]> = [
+      ['user', LAYOUT.gatewayUnit, ['gateway-service', 'channel-drop-in', 'devices'].some((id) => ids.has(id))],
+      ['user', LAYOUT.qmdRefreshTimer, ids.has('memory')],
+      ['system', 'cron', ids.has('guard-cron')],
+      ['system', LAYOUT.channelFirewallUnit, ids.has('channel-limits') && channel],
+      ['system', FIREWALLD_UNIT, ids.has('channel-port') && channel && (await this.host.exec.which('firewall-cmd')) !== undefined],
+      ['system', LAYOUT.backupTimer, ids.has('backups') && timer],
+    ];
+    for (const [scope, name, wanted] of units) if (wanted) started.push(this.unit(scope, name));
+    if (ids.has('packages')) started.push(this.packages());
+    // One turn of the event loop: the batched systemctl and dpkg questions start now (first:
+    // the device list waits for the gateway's state).
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    // Then the slowest (the OpenClaw CLI starts a Node runtime).
+    if (ids.has('secrets') && answers && config && cli) started.push(this.secretsAudit());
+    if (ids.has('config-valid') && config && cli) started.push(this.configValidation());
+    if (ids.has('gateway-sandbox') && (await files.read(LAYOUT.gatewayUnitFile)) === gatewayUnitFile().content) started.push(this.sandboxRating());
+    if (ids.has('nginx') && channel && (await files.exists(LAYOUT.nginxSite))) started.push(this.nginxTest());
+    if (ids.has('guard-cron') && answers) started.push(this.lastGuardRun());
+    // Their checks handle failures; one that no check reads is not an unhandled rejection.
+    for (const p of started) p.catch(() => undefined);
+    // The device list as soon as the gateway is known to run (when the systemctl answer is read).
+    if (ids.has('devices') && cli) void this.gatewayActive().then((active) => (active ? this.pendingDevices() : undefined)).catch(() => undefined);
   }
 
   /** TCP listeners (`ss -Hltnp`), parsed. */
@@ -190,6 +306,16 @@ export class DoctorContext {
   async repairedByFiles(...paths: string[]): Promise<boolean> {
     const [issues, unrecorded] = await Promise.all([this.issuesFor(...paths), this.unrecordedOwnDrift()]);
     return paths.every((p) => issues.some((i) => i.path === p) || unrecorded.includes(p)) && issues.every((i) => i.repair !== undefined);
+  }
+}
+
+/** answers.json through the install's strict reader; a file it refuses is a problem, not an error. */
+export async function readAnswers(host: Host): Promise<AnswersRead> {
+  try {
+    return { answers: await readStoredAnswers(host) };
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    return { problem: error.message };
   }
 }
 

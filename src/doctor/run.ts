@@ -1,10 +1,7 @@
-import { readStoredAnswers } from '../answers/index.js';
 import { UsageError } from '../errors.js';
-import { sweepLeftovers } from '../install/leftovers.js';
 import type { Host } from '../host/index.js';
 import { LAYOUT } from '../layout.js';
-import { DoctorContext } from './context.js';
-import { FIX_ACTIONS } from './fixes.js';
+import { DoctorContext, readAnswers } from './context.js';
 import { CHECKS } from './index.js';
 import type { Check, CheckReport, CheckStatus, FixActionId } from './types.js';
 
@@ -101,15 +98,17 @@ export async function runDoctor(host: Host, options: { names: readonly string[];
   // still run (`doctor os` before a first install).
   if (options.names.length === 0 && (await nothingDeployed(host))) return { ...report([]), ok: false, deployed: false };
   // --fix repairs: it starts like an install, by removing what an interrupted run left.
-  if (options.fix) await sweepLeftovers(host);
+  // (The repair code is loaded only for --fix.)
+  const repair = options.fix ? await Promise.all([import('../install/leftovers.js'), import('./fixes.js')]) : undefined;
+  if (repair) await repair[0].sweepLeftovers(host);
   // answers.json the strict reader refuses is a finding of the checks that need it (not exit 2): the profile then has no overrides.
-  const stored = await readStoredAnswers(host).catch((error: unknown) => {
-    if (error instanceof UsageError) return undefined;
-    throw error;
-  });
-  const ctx = new DoctorContext(host, stored?.serviceOverrides);
+  const stored = await readAnswers(host);
+  const ctx = new DoctorContext(host, stored.answers?.serviceOverrides, stored);
+  const ids = new Set(checks.map((c) => c.id));
+  await ctx.startProbes(ids);
   const first = await runChecks(ctx, checks);
-  if (!options.fix) return report(first);
+  if (!repair) return report(first);
+  const [, { FIX_ACTIONS }] = repair;
   const wanted = new Set(first.filter((r) => r.status === 'fail' || r.status === 'warn').flatMap((r) => (r.action ? [r.action] : [])));
   if (wanted.size === 0) return { ...report(first), fixes: [] };
   const fixes: FixReport[] = [];
@@ -124,6 +123,7 @@ export async function runDoctor(host: Host, options: { names: readonly string[];
     }
     ctx.refresh();
   }
+  await ctx.startProbes(ids);
   return { ...report(await runChecks(ctx, checks)), fixes, before: first };
 }
 

@@ -154,16 +154,49 @@ export interface HostFirewalls {
   firewalld?: { running: boolean; runtime: boolean; permanent: boolean };
 }
 
-/** ufw and firewalld as they are now (read-only commands). */
-export async function hostFirewalls(host: Host): Promise<HostFirewalls> {
+/** ufw's switch: `ufw enable` / `ufw disable` write ENABLED there. */
+export const UFW_CONF = '/etc/ufw/ufw.conf';
+/** The unit that runs firewalld (its D-Bus activation starts this unit too). */
+export const FIREWALLD_UNIT = 'firewalld.service';
+
+/**
+ * Whether ufw.conf may enable ufw. Two readers decide: the boot start and `ufw reload`
+ * source it as shell (ENABLED=yes or YES), ufw's own Python reads `KEY=value` lines
+ * lower-cased. Any line naming ENABLED with a yes counts, so no reading of either
+ * enables ufw where this says no (ENABLED=no, the default of an installed ufw).
+ */
+export function ufwMayBeEnabled(conf: string): boolean {
+  return /enabled[^\n]*yes/i.test(conf);
+}
+
+/**
+ * ufw and firewalld as they are now (read-only). Two questions are answered without a
+ * process where the answer is certain:
+ *  - ufw loads its rules only when ufw.conf says ENABLED=yes (`ufw enable` sets it and
+ *    puts it back to no when the start fails; the boot start and `ufw reload` skip a
+ *    disabled ufw; `ufw disable` sets no and unloads them), and `ufw status` cannot run
+ *    without that file: otherwise it is inactive. With ENABLED=yes `ufw status` decides,
+ *    from the rules loaded in the kernel. (Left out: a ufw.conf edited by hand to no
+ *    without `ufw disable`, whose rules stay loaded until the next boot.)
+ *  - firewalld runs as firewalld.service: where that unit is not active (one batched
+ *    `systemctl show` with the other units asked now; `unitActive` may answer it from a
+ *    state already asked) it is not running; where it is,
+ *    `firewall-cmd --state` decides.
+ */
+export async function hostFirewalls(host: Host, unitActive = (unit: string) => host.services.isActive('system', unit)): Promise<HostFirewalls> {
   const out: HostFirewalls = {};
   if (await host.exec.which('ufw')) {
-    const status = await host.exec.run('ufw', ['status'], { allowFailure: true, timeoutMs: 30_000 });
-    out.ufw = status.exitCode === 0 ? ufwStatus(status.stdout, CHANNEL_PORT) : { active: false, allows: false };
+    const conf = await host.files.read(UFW_CONF);
+    if (conf === undefined || !ufwMayBeEnabled(conf)) out.ufw = { active: false, allows: false };
+    else {
+      const status = await host.exec.run('ufw', ['status'], { allowFailure: true, timeoutMs: 30_000 });
+      out.ufw = status.exitCode === 0 ? ufwStatus(status.stdout, CHANNEL_PORT) : { active: false, allows: false };
+    }
   }
   if (await host.exec.which('firewall-cmd')) {
-    const state = await host.exec.run('firewall-cmd', ['--state'], { allowFailure: true, timeoutMs: 30_000 });
-    const running = state.exitCode === 0 && state.stdout.trim() === 'running';
+    const unit = await unitActive(FIREWALLD_UNIT).catch(() => true);
+    const state = unit ? await host.exec.run('firewall-cmd', ['--state'], { allowFailure: true, timeoutMs: 30_000 }) : undefined;
+    const running = state !== undefined && state.exitCode === 0 && state.stdout.trim() === 'running';
     if (!running) out.firewalld = { running, runtime: false, permanent: false };
     else {
       const [runtime, permanent] = await Promise.all([

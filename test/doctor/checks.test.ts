@@ -95,7 +95,8 @@ const BROKEN: Array<[string, () => void | Promise<void>, RegExp, RegExp, boolean
   ['nginx-limit-conn', () => sb.write(LAYOUT.nginxSite, sb.read(LAYOUT.nginxSite)!.replace('limit_conn service_cn 3;', 'limit_conn zone=service_cn 3;'), 0o600), /limit_conn zone=/, /limit_conn service_cn 3;/, true],
   ['tls-cert', () => fs.rmSync(path.join(sb.root, LAYOUT.tlsCert)), /channel\.crt is missing/, /install --channel|--channel/, false],
   ['channel-limits', () => fs.rmSync(path.join(sb.state, 'nft-table')), /table inet service_deploy_channel is not loaded/, /load it again/, true],
-  ['channel-port', () => state('ufw-active'), /ufw is active and does not allow 18790\/tcp/, /allow the port/, false],
+  // ufw as `ufw enable` leaves it: ENABLED=yes in its conf (doctor asks `ufw status` only then), its rules loaded.
+  ['channel-port', () => { sb.write('/etc/ufw/ufw.conf', 'ENABLED=yes\n', 0o644); state('ufw-active'); }, /ufw is active and does not allow 18790\/tcp/, /allow the port/, false],
   ['guard-cron', () => fs.rmSync(path.join(sb.root, LAYOUT.guardCron)), /hourly enforcer is not in place.*service-guard: create/, /guard script and its cron entry/, true],
   ['memory', () => { const old = new Date(Date.now() - 2 * 3600_000); fs.utimesSync(path.join(sb.root, LAYOUT.qmdRefreshStamp), old, old); }, /memory index was last refreshed 120 min ago \(the timer runs every 15 min\)/, /refresh it now/, false],
   ['mesh', () => fs.rmSync(path.join(sb.state, 'ts-serve')), /not served over the mesh/, /enable Serve and Funnel at the network level, then re-run the install/, false],
@@ -132,6 +133,19 @@ describe('each check: broken fixture fails (or warns) with its fix; healthy pass
       }
     });
   }
+
+  it('channel-port: a disabled ufw and a stopped firewalld are known without a process; running firewalld without the port still fails', async () => {
+    sb.write('/etc/ufw/ufw.conf', 'ENABLED=no\n', 0o644);
+    sb.clearCalls();
+    expect(await check('channel-port')).toMatchObject({ status: 'pass', message: 'ufw inactive; firewalld not running' });
+    expect([...sb.calls('ufw'), ...sb.calls('firewall-cmd')]).toEqual([]);
+    state('firewalld-running');
+    state('system-firewalld.service.active');
+    const report = await check('channel-port');
+    expect(report.status).toBe('fail');
+    expect(report.message).toMatch(/firewalld is running and port 18790\/tcp is not open/);
+    expect(sb.calls('firewall-cmd').map((c) => c.args.join(' '))).toEqual(expect.arrayContaining(['--state', '--query-port=18790/tcp']));
+  });
 
   it('secrets: a secret source that differs from the stored answers fails, the guard puts it back', async () => {
     sb.write(LAYOUT.runtimeSecretsEnv, 'SERVICE_MCP_TOKEN=mcp_tok_someone_else_000000\n', 0o600);

@@ -111,6 +111,41 @@ describe('service-deploy doctor (binary, sandbox)', () => {
     for (const c of named) expect([c.status, c.commands]).toEqual(['fail', [`mv ${LAYOUT.answersFile} ${LAYOUT.answersFile}.broken`, 'service-deploy install']]);
   });
 
+  it('healthy: each command once, one systemctl per scope, no firewall tool of a disabled firewall; named checks run only their own', async () => {
+    sb.clearCalls();
+    const run = await sb.run(['doctor']);
+    expect(run.exitCode, String(run.stdout)).toBe(0);
+    const all = (name: string) => sb.calls(name).map((c) => c.args.join(' '));
+    // Each slow command once (they are started early and shared, never run twice).
+    const openclaw = all('openclaw').map((a) => a.split(' ').slice(0, 2).join(' '));
+    expect(openclaw.sort()).toEqual(['config validate', 'devices list', 'secrets audit']);
+    for (const name of ['systemd-analyze', 'journalctl', 'nginx', 'dpkg-query', 'ss', 'nft']) expect(all(name), name).toHaveLength(1);
+    // One `systemctl show` per scope answers every unit question.
+    expect(all('systemctl').filter((a) => a.startsWith('show'))).toHaveLength(1);
+    expect(all('systemctl').filter((a) => a.startsWith('--user show'))).toHaveLength(1);
+    expect(all('systemctl').filter((a) => !/^(--user )?show /.test(a))).toEqual([]);
+    // No ufw.conf enabling ufw, firewalld.service not active: neither tool is run.
+    expect([...all('ufw'), ...all('firewall-cmd')]).toEqual([]);
+
+    // Named checks start only their own commands.
+    sb.clearCalls();
+    const named = await sb.run(['doctor', 'os', 'config-valid']);
+    expect(named.exitCode, String(named.stdout)).toBe(0);
+    expect(all('openclaw').map((a) => a.split(' ').slice(0, 2).join(' '))).toEqual(['config validate']);
+    for (const name of ['systemd-analyze', 'journalctl', 'nginx', 'dpkg-query', 'systemctl']) expect(all(name), name).toEqual([]);
+  });
+
+  it('--fix re-checks with fresh answers: the slow commands run again after the fixes', async () => {
+    fs.chmodSync(path.join(sb.root, LAYOUT.channelEnv), 0o644);
+    sb.clearCalls();
+    const run = await sb.run(['doctor', '--fix', '--json']);
+    expect(run.exitCode, String(run.stdout)).toBe(0);
+    const openclaw = sb.calls('openclaw').map((c) => c.args.slice(0, 2).join(' '));
+    expect(openclaw.filter((a) => a === 'secrets audit')).toHaveLength(2);
+    expect(openclaw.filter((a) => a === 'devices list')).toHaveLength(2);
+    expect(sb.calls('systemd-analyze')).toHaveLength(2);
+  });
+
   it('--fix with nothing fixable says so and changes nothing', async () => {
     const run = await sb.run(['doctor', '--fix']);
     expect(run.exitCode).toBe(0);

@@ -5,7 +5,7 @@ import { markerIn } from '../../src/channel/firewall.js';
 import { LAYOUT } from '../../src/layout.js';
 import type { InstallContext, InstallOptions, Step } from '../../src/pipeline/step.js';
 import { channelEnvStep } from '../../src/steps/channel.js';
-import { channelLimitsStep, channelPortStep, removeChannelFirewall } from '../../src/steps/channel-firewall.js';
+import { FIREWALLD_UNIT, UFW_CONF, channelLimitsStep, channelPortStep, hostFirewalls, removeChannelFirewall, ufwMayBeEnabled } from '../../src/steps/channel-firewall.js';
 import { installSteps } from '../../src/steps/index.js';
 import { parseAllowList } from '../../src/channel/allow.js';
 import { REPO } from '../helpers/binary.js';
@@ -29,7 +29,18 @@ function lab(options: { install?: Partial<InstallOptions> } = {}) {
     fs.readFileSync(log, 'utf8').split('\n').filter(Boolean).map((line) => line.split('\u001f')).filter(([c]) => !name || c === name).map(([, ...args]) => args.join(' '));
   const flag = (name: string, on = true) => (on ? fs.writeFileSync(path.join(state, name), '') : fs.rmSync(path.join(state, name), { force: true }));
   const file = (name: string) => (fs.existsSync(path.join(state, name)) ? fs.readFileSync(path.join(state, name), 'utf8') : undefined);
-  return { ctx: { ...ctx, host: ctx.host }, calls, flag, file, state };
+  /** ufw as `ufw enable` leaves it: ENABLED=yes in ufw.conf and its rules loaded. */
+  const ufwOn = (conf = 'ENABLED=yes\nLOGLEVEL=low\n') => {
+    fs.mkdirSync(path.dirname(ctx.host.paths.real(UFW_CONF)), { recursive: true });
+    fs.writeFileSync(ctx.host.paths.real(UFW_CONF), conf);
+    flag('ufw-active');
+  };
+  /** firewalld running, as its unit. */
+  const firewalldOn = () => {
+    flag('firewalld-running');
+    flag(`system-${FIREWALLD_UNIT}.active`);
+  };
+  return { ctx: { ...ctx, host: ctx.host }, calls, flag, file, state, ufwOn, firewalldOn };
 }
 
 async function run(step: Step, ctx: InstallContext) {
@@ -106,12 +117,13 @@ describe('channel firewall steps', () => {
   it('channel-port: opens 18790/tcp only where ufw or firewalld is active, never touches one that is off, and records what it opened', async () => {
     const off = lab();
     expect((await run(channelPortStep, off.ctx)).changes).toEqual([]);
-    expect(off.calls('ufw')).toEqual(['status']);
-    expect(off.calls('firewall-cmd')).toEqual(['--state']);
+    // Off is known without asking them: no ufw.conf saying ENABLED=yes, firewalld.service not active.
+    expect(off.calls('ufw')).toEqual([]);
+    expect(off.calls('firewall-cmd')).toEqual([]);
 
     const on = lab();
-    on.flag('ufw-active');
-    on.flag('firewalld-running');
+    on.ufwOn();
+    on.firewalldOn();
     const plan = await run(channelPortStep, on.ctx);
     expect(plan.changes.map((c) => c.target)).toEqual(['ufw', 'firewalld']);
     expect(on.calls('ufw')).toContain('allow 18790/tcp comment service-deploy channel');
@@ -122,9 +134,49 @@ describe('channel firewall steps', () => {
     expect((await channelPortStep.check(on.ctx)).changes).toEqual([]);
   });
 
+  it('hostFirewalls: ufw is asked only where ufw.conf enables it, firewalld only where its unit is active; what they say still decides', async () => {
+    // ufw.conf: any reading that could enable ufw (its shell boot start, its Python reader) makes ufw be asked.
+    expect(ufwMayBeEnabled('# comment\nENABLED=yes\n')).toBe(true);
+    expect(ufwMayBeEnabled('enabled="YES"\n')).toBe(true);
+    expect(ufwMayBeEnabled("ENABLED='yes'\n")).toBe(true);
+    expect(ufwMayBeEnabled('ENABLED=yes\nENABLED=no\n')).toBe(true);
+    expect(ufwMayBeEnabled('ENABLED=no\nLOGLEVEL=low\n')).toBe(false);
+    expect(ufwMayBeEnabled('')).toBe(false);
+
+    // ENABLED=no (the default of an installed ufw): inactive, without a process.
+    const disabled = lab();
+    disabled.ufwOn('ENABLED=no\n');
+    expect((await hostFirewalls(disabled.ctx.host)).ufw).toEqual({ active: false, allows: false });
+    expect(disabled.calls('ufw')).toEqual([]);
+
+    // ENABLED=yes with no rules loaded (stopped since): `ufw status` is asked and says inactive.
+    const unloaded = lab();
+    unloaded.ufwOn();
+    unloaded.flag('ufw-active', false);
+    expect((await hostFirewalls(unloaded.ctx.host)).ufw).toEqual({ active: false, allows: false });
+    expect(unloaded.calls('ufw')).toEqual(['status']);
+
+    // Enabled and loaded without our port: the damage is still seen.
+    const blocking = lab();
+    blocking.ufwOn();
+    expect((await hostFirewalls(blocking.ctx.host)).ufw).toEqual({ active: true, allows: false });
+
+    // firewalld.service active but firewalld not answering "running": firewall-cmd decides.
+    const starting = lab();
+    starting.flag(`system-${FIREWALLD_UNIT}.active`);
+    expect((await hostFirewalls(starting.ctx.host)).firewalld).toEqual({ running: false, runtime: false, permanent: false });
+    expect(starting.calls('firewall-cmd')).toEqual(['--state']);
+
+    // Running without our port: seen, both scopes asked.
+    const running = lab();
+    running.firewalldOn();
+    expect((await hostFirewalls(running.ctx.host)).firewalld).toEqual({ running: true, runtime: false, permanent: false });
+    expect(running.calls('firewall-cmd')).toEqual(expect.arrayContaining(['--state', '--query-port=18790/tcp', '--permanent --query-port=18790/tcp']));
+  });
+
   it('reset removes the table, the unit, the file and exactly the ports the install opened', async () => {
-    const { ctx, calls, file, flag } = lab();
-    flag('ufw-active');
+    const { ctx, calls, file, ufwOn } = lab();
+    ufwOn();
     await run(channelEnvStep, ctx);
     await run(channelLimitsStep, ctx);
     await run(channelPortStep, ctx);

@@ -1,5 +1,4 @@
 import { LAYOUT } from '../../layout.js';
-import { listBackups, readSchedule } from '../../install/backups.js';
 import { pass, skip, warn, type Check } from '../types.js';
 
 function age(ms: number): string {
@@ -17,10 +16,15 @@ export const backupsCheck: Check = {
   title: 'Scheduled backups: timer running, age of the last backup',
   async run(ctx) {
     const { host } = ctx;
+    const none = skip(`no backup schedule (service-deploy backup --every 24h sets one)`);
+    // No timer file, no schedule (readSchedule says the same): the backup code (its archive
+    // writer and reader, zlib) is loaded only where there is one.
+    if (!(await host.files.exists(LAYOUT.backupTimerFile))) return none;
+    const { listBackups, readSchedule } = await import('../../install/backups.js');
     const schedule = await readSchedule(host);
-    if (!schedule) return skip(`no backup schedule (service-deploy backup --every 24h sets one)`);
+    if (!schedule) return none;
     const [active, backups, timerInfo] = await Promise.all([
-      host.services.isActive('system', LAYOUT.backupTimer).catch(() => false),
+      ctx.unit('system', LAYOUT.backupTimer).then((u) => u.active, () => false),
       listBackups(host),
       host.files.stat(LAYOUT.backupTimerFile),
     ]);

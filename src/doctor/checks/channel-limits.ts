@@ -24,7 +24,7 @@ export const channelLimitsCheck: Check = {
       host.files.exists(LAYOUT.channelFirewallUnitFile),
       host.files.read(LAYOUT.channelFirewallRules),
       loadedTable(host),
-      host.services.isEnabled('system', LAYOUT.channelFirewallUnit),
+      ctx.unit('system', LAYOUT.channelFirewallUnit).then((u) => u.enabled),
     ]);
     const usable = table.listed ? { ok: true as const } : await nftUsable(host);
     if (!usable.ok) {

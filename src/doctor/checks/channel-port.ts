@@ -9,7 +9,7 @@ export const channelPortCheck: Check = {
   title: `Port ${CHANNEL_PORT}/tcp open in an active ufw/firewalld`,
   async run(ctx) {
     if (!(await ctx.channelConfigured())) return skip(NOT_CONFIGURED);
-    const fw = await hostFirewalls(ctx.host);
+    const fw = await hostFirewalls(ctx.host, async (unit) => (await ctx.unit('system', unit)).active);
     if (fw.ufw?.active && !fw.ufw.allows) {
       return fail(`ufw is active and does not allow ${CHANNEL_PORT}/tcp: the portal cannot reach the channel`, 'allow the port (only that), or re-run the install, which does it', { commands: [`ufw allow ${CHANNEL_PORT}/tcp`] });
     }

@@ -1,5 +1,4 @@
 import { LAYOUT } from '../../layout.js';
-import { openclaw } from '../../runtime/openclaw.js';
 import { fail, pass, skip, type Check } from '../types.js';
 
 export const configValidCheck: Check = {
@@ -15,7 +14,7 @@ export const configValidCheck: Check = {
       });
     }
     if (!(await host.files.exists(LAYOUT.openclawBin))) return skip('OpenClaw is not installed (see agent-runtime)');
-    const result = await openclaw(host, ['config', 'validate', '--json'], { allowFailure: true, timeoutMs: 60_000 });
+    const result = await ctx.configValidation();
     if (result.exitCode === 0) return pass('openclaw config validate: valid');
     let issues = (result.stderr.trim() || result.stdout.trim()).split('\n').slice(-5).join(' ');
     try {

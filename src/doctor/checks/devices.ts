@@ -1,22 +1,6 @@
-import type { Host } from '../../host/index.js';
 import { LAYOUT } from '../../layout.js';
-import { openclaw } from '../../runtime/openclaw.js';
+import type { PendingDevice } from '../probes.js';
 import { pass, skip, warn, type Check } from '../types.js';
-
-export interface PendingDevice {
-  requestId: string;
-  name?: string;
-}
-
-/** `openclaw devices list --json` ({pending: [...], paired: [...]}), pending requests only. */
-export async function pendingDevices(host: Host): Promise<PendingDevice[]> {
-  const result = await openclaw(host, ['devices', 'list', '--json'], { timeoutMs: 30_000 });
-  const parsed = JSON.parse(result.stdout || '{}') as { pending?: Array<Record<string, unknown>> };
-  return (parsed.pending ?? []).map((p) => ({
-    requestId: String(p.requestId ?? p.id ?? ''),
-    name: typeof p.displayName === 'string' ? p.displayName : typeof p.platform === 'string' ? p.platform : undefined,
-  }));
-}
 
 export const devicesCheck: Check = {
   id: 'devices',
@@ -27,7 +11,7 @@ export const devicesCheck: Check = {
     if (!(await ctx.gatewayActive())) return skip('the gateway is not running (see gateway-service)');
     let pending: PendingDevice[];
     try {
-      pending = await pendingDevices(host);
+      pending = await ctx.pendingDevices();
     } catch (error) {
       return warn(`could not list devices: ${host.redactor.redact((error as Error).message.split('\n')[0] ?? '')}`, 'check the gateway (service-deploy gateway status)', { commands: ['service-deploy devices list'] });
     }

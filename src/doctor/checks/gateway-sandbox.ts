@@ -22,13 +22,7 @@ export const gatewaySandboxCheck: Check = {
         action: 'files',
       });
     }
-    const result = await host.exec
-      .run('systemd-analyze', ['security', '--user', '--no-pager', LAYOUT.gatewayUnit], {
-        env: { XDG_RUNTIME_DIR: '/run/user/0', DBUS_SESSION_BUS_ADDRESS: 'unix:path=/run/user/0/bus' },
-        allowFailure: true,
-        timeoutMs: 60_000,
-      })
-      .catch((error: Error) => ({ exitCode: 127, stdout: '', stderr: error.message }));
+    const result = await ctx.sandboxRating();
     const exposure = parseExposure(result.stdout);
     if (exposure === undefined) {
       return warn(`systemd-analyze security gave no rating: ${(result.stderr.trim() || result.stdout.trim()).split('\n').slice(-2).join(' ')}`, 'run it by hand to see why', {

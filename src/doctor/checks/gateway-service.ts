@@ -15,7 +15,7 @@ export const gatewayServiceCheck: Check = {
       ctx.gatewayActive(),
       host.files.exists(LAYOUT.lingerFile),
       host.files.exists(LAYOUT.gatewayUnitFile),
-      host.services.isEnabled('user', LAYOUT.gatewayUnit),
+      ctx.unit('user', LAYOUT.gatewayUnit).then((u) => u.enabled),
     ]);
     if (!unit) {
       const byFiles = await ctx.repairedByFiles(LAYOUT.gatewayUnitFile);

@@ -1,32 +1,11 @@
 import { LAYOUT } from '../../layout.js';
 import { guardCron, guardScript } from '../../steps/guard.js';
 import { octal, planFile } from '../../pipeline/files.js';
-import type { Host } from '../../host/index.js';
 import { fail, pass, warn, type Check } from '../types.js';
 import { answersFinding } from './stored-answers.js';
 
 /** The guard runs hourly: older than this and a run was missed. */
 const STALE_MS = 2 * 3600_000;
-
-export interface GuardRun {
-  at: Date;
-  message: string;
-}
-
-/** The guard's last line in the journal (`journalctl -t service-guard`), if any. */
-export async function lastGuardRun(host: Host): Promise<GuardRun | undefined> {
-  const result = await host.exec.run('journalctl', ['-t', 'service-guard', '-n', '1', '-o', 'json', '--no-pager', '-q'], { allowFailure: true, timeoutMs: 10_000 });
-  const line = result.stdout.trim().split('\n').pop();
-  if (result.exitCode !== 0 || !line) return undefined;
-  try {
-    const entry = JSON.parse(line) as { __REALTIME_TIMESTAMP?: string; MESSAGE?: string };
-    const micros = Number(entry.__REALTIME_TIMESTAMP);
-    if (!Number.isFinite(micros)) return undefined;
-    return { at: new Date(micros / 1000), message: typeof entry.MESSAGE === 'string' ? entry.MESSAGE : '' };
-  } catch {
-    return undefined;
-  }
-}
 
 export const guardCronCheck: Check = {
   id: 'guard-cron',
@@ -40,9 +19,9 @@ export const guardCronCheck: Check = {
       planFile(host, guardCron(answers.meshHostname)),
       planFile(host, guardScript()),
       host.files.stat(LAYOUT.binary),
-      lastGuardRun(host),
+      ctx.lastGuardRun(),
       host.files.stat(LAYOUT.guardCron),
-      host.services.isActive('system', 'cron'),
+      ctx.unit('system', 'cron').then((u) => u.active),
     ]);
     const wrong = [cron, script].filter((c) => c !== undefined).map((c) => c!.summary);
     if (wrong.length > 0) {

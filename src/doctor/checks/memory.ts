@@ -30,7 +30,7 @@ export const memoryCheck: Check = {
         { commands: ['service-deploy install'] },
       );
     }
-    if (!(await host.services.isActive('user', LAYOUT.qmdRefreshTimer))) {
+    if (!(await ctx.unit('user', LAYOUT.qmdRefreshTimer)).active) {
       return fail(`${LAYOUT.qmdRefreshTimer} is not active: the memory index is not refreshed`, 'start the timer (or re-run the install)', {
         commands: [`XDG_RUNTIME_DIR=/run/user/0 systemctl --user enable --now ${LAYOUT.qmdRefreshTimer}`],
       });

@@ -16,7 +16,7 @@ export const nginxCheck: Check = {
       });
     }
     const [test, listeners] = await Promise.all([
-      host.exec.run('nginx', ['-t'], { allowFailure: true, timeoutMs: 60_000 }),
+      ctx.nginxTest(),
       ctx.listeners(),
     ]);
     const output = host.redactor.redact(`${test.stdout}${test.stderr}`.trim());

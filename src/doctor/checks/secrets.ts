@@ -1,5 +1,4 @@
 import { LAYOUT } from '../../layout.js';
-import { openclaw } from '../../runtime/openclaw.js';
 import { planRuntimeSecrets } from '../../steps/runtime-secrets.js';
 import { fail, pass, skip, type Check } from '../types.js';
 import { listDrift, routingDrift } from './routing-shared.js';
@@ -47,7 +46,7 @@ export const secretsCheck: Check = {
     // failure is theirs to name (runtime-config, config-valid; agent-runtime, node-runtime).
     if (!Array.isArray(drift)) return pass(`${checked}; audit not run: ${(await ctx.runtimeConfig()).problem ?? `${LAYOUT.runtimeConfig} is unreadable`} (see runtime-config)`);
     if (!(await host.files.exists(LAYOUT.openclawBin))) return pass(`${checked} (OpenClaw not installed: audit skipped)`);
-    const audit = await openclaw(host, ['secrets', 'audit', '--check', '--json'], { allowFailure: true, timeoutMs: 90_000 });
+    const audit = await ctx.secretsAudit();
     let report: { status?: string; summary?: Record<string, number>; findings?: Array<{ code?: string; jsonPath?: string; path?: string }> } | undefined;
     try {
       report = JSON.parse(audit.stdout);
