@@ -11,6 +11,7 @@ import type { InstallOptions, Step } from '../pipeline/step.js';
 import { installSteps } from '../steps/index.js';
 import { preflightStep } from '../steps/preflight.js';
 import { sweepLeftovers } from './leftovers.js';
+import { pendingUpgrade } from './pending-upgrade.js';
 import { DEFAULT_LOCK_TIMEOUT_SECONDS, type InstallRequest } from './request.js';
 import { nextSteps } from './summary.js';
 
@@ -34,9 +35,9 @@ export async function runInstall(request: InstallRequest): Promise<void> {
     return runResetClean(host, request);
   }
   if (!request.check && !request.diff) {
-    const { pendingUpgrade, runUpgrade } = await import('./upgrade.js');
+    // Only an upgrade loads the upgrade's code (backups, archives: tar, zlib).
     const versions = await pendingUpgrade(host);
-    if (versions) return runUpgrade(host, request, versions, installWithLock);
+    if (versions) return (await import('./upgrade.js')).runUpgrade(host, request, versions, installWithLock);
   }
   await installWithLock({ host, request });
 }

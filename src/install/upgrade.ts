@@ -9,13 +9,16 @@ import { GLOBAL_MODULES, installedPackageVersion, nodeFiles, openclawFiles } fro
 import { probeHealth } from '../steps/health.js';
 import { UpgradeError, installBeside, runMigrations, switchToPrevious, switchToStaged, type UpgradeStage } from '../steps/openclaw-upgrade.js';
 import { loadComponents } from '../components.js';
-import { nodeVersionIn, stampedNodeVersion } from '../steps/node-runtime.js';
+import { nodeVersionIn } from '../steps/node-runtime.js';
 import { rollbackPoint, stageNode, switchNodeToPrevious, switchNodeToStaged } from '../steps/node-upgrade.js';
 import { inspectArchive, openArchive, stageArchive, swapIntoPlace } from './archive.js';
 import { writeBackup, type WrittenBackup } from './backup.js';
 import { sweepLeftovers } from './leftovers.js';
+import type { UpgradeVersions } from './pending-upgrade.js';
 import type { PipelineOutcome } from '../pipeline/runner.js';
 import type { InstallRequest } from './request.js';
+
+export type { UpgradeVersions } from './pending-upgrade.js';
 
 /** The install pipeline under a lock the caller holds (install.ts passes installWithLock: no import back into it). */
 export type InstallUnderLock = (run: { host: Host; request: InstallRequest; lockHeld: boolean; quiet: boolean }) => Promise<PipelineOutcome>;
@@ -38,13 +41,6 @@ import { stopWriters } from './writers.js';
  * All under the install lock, so the guard waits. `service-deploy rollback` does the
  * same going back by hand.
  */
-
-/** What an upgrade changes: OpenClaw from -> to (the same when only Node changes), and Node when its pin changed. */
-export interface UpgradeVersions {
-  from: string;
-  to: string;
-  node?: { from: string; to: string };
-}
 
 /** "OpenClaw A -> B", "Node X -> Y", or both. */
 export function describeUpgrade(v: UpgradeVersions): string {
@@ -78,22 +74,6 @@ export async function readUpgradeRecord(host: Host): Promise<UpgradeRecord | und
 
 async function writeRecord(host: Host, record: UpgradeRecord): Promise<void> {
   await host.files.write(LAYOUT.upgradeRecord, `${JSON.stringify(record, null, 2)}\n`, { mode: 0o600 });
-}
-
-/**
- * The installed and pinned OpenClaw and Node, when one of them differs and OpenClaw is
- * installed (an upgrade, or a downgrade of the pin). Nothing installed, or a Node that
- * does not run: not an upgrade (the pipeline installs).
- */
-export async function pendingUpgrade(host: Host): Promise<UpgradeVersions | undefined> {
-  const components = loadComponents(host.env);
-  const have = await installedPackageVersion(host, GLOBAL_MODULES, components.openclaw.package);
-  if (!have) return undefined;
-  // The stamp answers while the binary is the one the install verified (no process on a re-run).
-  const nodeHave = (await host.files.stat(`${LAYOUT.nodePrefix}/bin/node`)) ? ((await stampedNodeVersion(host)) ?? (await nodeVersionIn(host, LAYOUT.nodePrefix))) : undefined;
-  const node = nodeHave && nodeHave !== components.node.version ? { from: nodeHave, to: components.node.version } : undefined;
-  if (have === components.openclaw.version && !node) return undefined;
-  return { from: have, to: components.openclaw.version, ...(node ? { node } : {}) };
 }
 
 /** An upgrade replaces the earlier upgrade's rollback point (its kept package and Node prefix). */

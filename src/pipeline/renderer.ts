@@ -1,4 +1,5 @@
 import { ListrTaskEventType, ListrTaskState, type ListrRendererFactory, type ListrTaskObject } from 'listr2';
+import { outcomeText } from './outcome.js';
 import type { StepResult } from './step.js';
 
 /**
@@ -71,20 +72,6 @@ interface Finished {
 interface SkipGroup {
   titles: string[];
   reason: string;
-}
-
-/** `ok`, `changed (what)`, `skipped: why`, `failed: why` (check mode: `would change (what)`, `cannot plan: why`). */
-export function outcomeText(result: StepResult, check: boolean): string {
-  switch (result.status) {
-    case 'ok':
-      return 'ok';
-    case 'changed':
-      return `${check ? 'would change' : 'changed'} (${result.changes.map((c) => c.summary).join('; ')})`;
-    case 'skipped':
-      return `skipped: ${result.reason ?? ''}`;
-    case 'failed':
-      return `${check ? 'cannot plan' : 'failed'}: ${result.error ?? ''}`;
-  }
 }
 
 /**

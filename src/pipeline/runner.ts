@@ -1,6 +1,7 @@
-import { Listr, type ListrTask } from 'listr2';
+import type { ListrTask } from 'listr2';
 import { DeployError } from '../errors.js';
-import { LineRelay, PlainRenderer, TerminalRenderer, outcomeText, type StepRendererOptions, type StepRendererTaskOptions } from './renderer.js';
+import { outcomeText } from './outcome.js';
+import type { StepRendererOptions, StepRendererTaskOptions } from './renderer.js';
 import type { InstallContext, Notify, Plan, Step, StepResult } from './step.js';
 
 export interface PipelineOutcome {
@@ -15,6 +16,13 @@ export interface PipelineDisplay {
 }
 
 type Assessment = { reason: string } | { plan: Plan } | { error: unknown };
+
+/** What a step's run may do to its line: listr2's task when the list is shown, a stand-in when silent. */
+interface StepTask {
+  title: string;
+  output: string;
+  skip(reason: string): void;
+}
 
 async function assess(step: Step, ctx: InstallContext): Promise<Assessment> {
   try {
@@ -39,9 +47,11 @@ async function assess(step: Step, ctx: InstallContext): Promise<Assessment> {
  *
  * What people see comes from the renderers (renderer.ts), which listr2 picks:
  * TerminalRenderer when stdout and stderr are terminals, PlainRenderer otherwise (one
- * line per step event), silent with `display.silent` (--json). Progress of long work
- * (ctx.progress) is the task's output; the host's log lines go through the renderer
- * while the list runs.
+ * line per step event). Progress of long work (ctx.progress) is the task's output; the
+ * host's log lines go through the renderer while the list runs. With `display.silent`
+ * (--json) nothing is shown, and the same step runs go one after the other without
+ * listr2 (and without loading it): the first failure ends the run, and Ctrl-C exits
+ * 127, as listr2 does.
  */
 export async function runPipeline(
   steps: Step[],
@@ -59,14 +69,13 @@ export async function runPipeline(
       .map((step) => [step, assess(step, { ...base, notified: new Set(), progress: () => undefined })] as const),
   );
 
-  const tasks: ListrTask[] = steps.map((step) => {
+  const runs = steps.map((step) => {
     let result: StepResult | undefined;
     const rendererOptions: StepRendererTaskOptions = { outcome: () => result };
     return {
       title: step.title,
       rendererOptions,
-      fallbackRendererOptions: rendererOptions,
-      task: async (_, task) => {
+      run: async (task: StepTask) => {
         const ctx: InstallContext = { ...base, notified, progress: (text) => (task.output = redactor.redact(text)) };
         const started = Date.now();
         const record = (partial: Omit<StepResult, 'id' | 'title' | 'durationMs'>) => {
@@ -112,6 +121,41 @@ export async function runPipeline(
     };
   });
 
+  try {
+    if (display.silent) await runSilently(runs);
+    else await runListed(runs, check, log);
+  } catch {
+    // Recorded in results; the caller reports the failure with the recap.
+  }
+  const count = (status: string) => results.filter((r) => r.status === status).length;
+  const recap = { ok: count('ok'), changed: count('changed'), skipped: count('skipped'), failed: count('failed') };
+  return { results, recap, failed: recap.failed > 0 };
+}
+
+/** The step runs in order, the first failure ending the list (it is recorded in the results). */
+async function runSilently(runs: Array<{ run: (task: StepTask) => Promise<void> }>): Promise<void> {
+  const interrupted = () => process.exit(127);
+  process.once('SIGINT', interrupted);
+  try {
+    for (const { run } of runs) await run({ title: '', output: '', skip: () => undefined });
+  } finally {
+    process.removeListener('SIGINT', interrupted);
+  }
+}
+
+/** The step runs as a listr2 task list with the step renderers (loaded only for a list that is shown). */
+async function runListed(
+  runs: Array<{ title: string; rendererOptions: StepRendererTaskOptions; run: (task: StepTask) => Promise<void> }>,
+  check: boolean,
+  log: InstallContext['host']['log'],
+): Promise<void> {
+  const [{ Listr }, { LineRelay, PlainRenderer, TerminalRenderer }] = await Promise.all([import('listr2'), import('./renderer.js')]);
+  const tasks: ListrTask[] = runs.map(({ title, rendererOptions, run }) => ({
+    title,
+    rendererOptions,
+    fallbackRendererOptions: rendererOptions,
+    task: (_, task) => run(task),
+  }));
   const lines = new LineRelay();
   const rendererOptions: StepRendererOptions = { check, lines };
   const listr = new Listr(tasks, {
@@ -123,17 +167,11 @@ export async function runPipeline(
     fallbackRendererOptions: rendererOptions,
     // listr2 asks whether stdout is a terminal; the lines go to stderr, so it must be one too.
     fallbackRendererCondition: () => !process.stderr.isTTY || process.env.TERM === 'dumb',
-    silentRendererCondition: display.silent,
   });
   log.routeConsole((line) => lines.write(line));
   try {
     await listr.run();
-  } catch {
-    // Recorded in results; the caller reports the failure with the recap.
   } finally {
     log.routeConsole(undefined);
   }
-  const count = (status: string) => results.filter((r) => r.status === status).length;
-  const recap = { ok: count('ok'), changed: count('changed'), skipped: count('skipped'), failed: count('failed') };
-  return { results, recap, failed: recap.failed > 0 };
 }

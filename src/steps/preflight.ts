@@ -27,19 +27,23 @@ export const preflightStep: Step = {
   title: 'Preflight checks',
   async check({ host, profile, answers, components }) {
     const problems: string[] = [];
+    // The questions go out together (getconf, ss, the MCP server): one wait, not three.
     // The MCP token is checked here, before anything changes, when the server answers
     // (an unreachable server is the mcp step's to report).
-    const mcp = mcpTokenVerdict(host, profile, answers.mcpToken);
+    const [verdict, osInfo, glibc, listeners] = await Promise.all([
+      mcpTokenVerdict(host, profile, answers.mcpToken),
+      readOs(host.files),
+      glibcVersion(host.exec),
+      tcpListeners(host),
+    ]);
     if (!host.paths.sandboxed && process.getuid?.() !== 0) problems.push('must run as root (use sudo)');
 
-    const osInfo = await readOs(host.files);
     if (!isSupportedOs(osInfo)) {
       if (host.env.SERVICE_ALLOW_UNSUPPORTED_OS === '1') host.log.warn(`${osInfo.prettyName} is not supported; continuing (SERVICE_ALLOW_UNSUPPORTED_OS=1)`);
       else problems.push(`${osInfo.prettyName || 'this OS'} is not supported: use Ubuntu 22.04 or 24.04 (or set SERVICE_ALLOW_UNSUPPORTED_OS=1)`);
     }
     if (!supportedArch()) problems.push(`CPU architecture ${process.arch} is not supported (x86_64 or aarch64)`);
     // Even with SERVICE_ALLOW_UNSUPPORTED_OS=1: the memory component cannot run there.
-    const glibc = await glibcVersion(host.exec);
     if (glibc && versionBelow(glibc, GLIBC_FLOOR)) {
       problems.push(`glibc ${glibc} is older than ${GLIBC_FLOOR}, which QMD ${components.qmd.version}'s SQLite module (better-sqlite3, prebuilt) needs: use Ubuntu 22.04 or 24.04`);
     }
@@ -49,12 +53,10 @@ export const preflightStep: Step = {
     if (free < MIN_FREE_DISK) problems.push(`only ${gib(free)} GiB free on / (need ${gib(MIN_FREE_DISK)} GiB)`);
     if (os.totalmem() < MIN_MEMORY) problems.push(`only ${gib(os.totalmem())} GiB of memory (need at least 1 GiB; 2 GiB recommended)`);
 
-    const listeners = await tcpListeners(host);
     for (const port of [GATEWAY_PORT, CHANNEL_PORT]) {
       const holder = listeners.get(port);
       if (holder && !OUR_LISTENERS.test(holder)) problems.push(`port ${port} is used by another program (${holder})`);
     }
-    const verdict = await mcp;
     if (verdict.status === 'rejected') {
       const { message, hint } = rejectedTokenMessage(verdict, profile);
       problems.push(`${message}: ${hint}`);

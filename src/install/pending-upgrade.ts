@@ -1,0 +1,34 @@
+import { loadComponents } from '../components.js';
+import type { Host } from '../host/index.js';
+import { LAYOUT } from '../layout.js';
+import { GLOBAL_MODULES, installedPackageVersion } from '../runtime/openclaw.js';
+import { nodeVersionIn, stampedNodeVersion } from '../steps/node-runtime.js';
+
+/**
+ * Whether a run is an upgrade, asked on every install before anything else: kept apart
+ * from upgrade.ts so that a run that is not one (a re-run, a first install) loads none
+ * of the upgrade's code (backups, archives, staging; tar and zlib).
+ */
+
+/** What an upgrade changes: OpenClaw from -> to (the same when only Node changes), and Node when its pin changed. */
+export interface UpgradeVersions {
+  from: string;
+  to: string;
+  node?: { from: string; to: string };
+}
+
+/**
+ * The installed and pinned OpenClaw and Node, when one of them differs and OpenClaw is
+ * installed (an upgrade, or a downgrade of the pin). Nothing installed, or a Node that
+ * does not run: not an upgrade (the pipeline installs).
+ */
+export async function pendingUpgrade(host: Host): Promise<UpgradeVersions | undefined> {
+  const components = loadComponents(host.env);
+  const have = await installedPackageVersion(host, GLOBAL_MODULES, components.openclaw.package);
+  if (!have) return undefined;
+  // The stamp answers while the binary is the one the install verified (no process on a re-run).
+  const nodeHave = (await host.files.stat(`${LAYOUT.nodePrefix}/bin/node`)) ? ((await stampedNodeVersion(host)) ?? (await nodeVersionIn(host, LAYOUT.nodePrefix))) : undefined;
+  const node = nodeHave && nodeHave !== components.node.version ? { from: nodeHave, to: components.node.version } : undefined;
+  if (have === components.openclaw.version && !node) return undefined;
+  return { from: have, to: components.openclaw.version, ...(node ? { node } : {}) };
+}
