@@ -50,9 +50,12 @@ export function configValidation(host: Host): Promise<RunResult> {
   return openclaw(host, ['config', 'validate', '--json'], { allowFailure: true, timeoutMs: 60_000 });
 }
 
+/** How long `openclaw secrets audit --check` may take (it reads every config and secret source). */
+export const SECRETS_AUDIT_TIMEOUT_MS = 90_000;
+
 /** `openclaw secrets audit --check --json`. */
 export function secretsAudit(host: Host): Promise<RunResult> {
-  return openclaw(host, ['secrets', 'audit', '--check', '--json'], { allowFailure: true, timeoutMs: 90_000 });
+  return openclaw(host, ['secrets', 'audit', '--check', '--json'], { allowFailure: true, timeoutMs: SECRETS_AUDIT_TIMEOUT_MS });
 }
 
 /** `systemd-analyze security` of the gateway unit as root's user manager loaded it. */
@@ -63,7 +66,7 @@ export function sandboxRating(host: Host): Promise<RunResult> {
       allowFailure: true,
       timeoutMs: 60_000,
     })
-    .catch((error: Error) => ({ command: 'systemd-analyze security', exitCode: 127, stdout: '', stderr: error.message, failed: true }));
+    .catch((error: Error) => ({ command: 'systemd-analyze security', exitCode: 127, stdout: '', stderr: error.message, failed: true, timedOut: false }));
 }
 
 /** `nginx -t`. */

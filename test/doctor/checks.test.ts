@@ -15,6 +15,7 @@ import { REPO } from '../helpers/binary.js';
 
 const REPO_COMPONENTS = path.join(REPO, 'templates/components.json');
 import { createHost } from '../../src/host/index.js';
+import type { RunResult } from '../../src/host/exec.js';
 
 let sb: OpsSandbox;
 beforeEach(async () => {
@@ -154,6 +155,26 @@ describe('each check: broken fixture fails (or warns) with its fix; healthy pass
     expect(report.message).toMatch(/secret source differs from the stored answers: .*gateway\.env: update content/);
     expect(report.message).not.toContain('mcp_tok_someone_else');
     expect(report.action).toBe('guard');
+  });
+
+  it('secrets: an audit killed at its time limit (a loaded server) is a warning naming the limit and the load, not a failure', async () => {
+    class TimedOutAudit extends DoctorContext {
+      override secretsAudit(): Promise<RunResult> {
+        return Promise.resolve({ command: 'openclaw secrets audit --check --json', exitCode: -1, stdout: '', stderr: '', failed: true, timedOut: true });
+      }
+    }
+    const [report] = await runChecks(new TimedOutAudit(sb.host), [byId('secrets')]);
+    expect(report!.status).toBe('warn');
+    expect(report!.message).toMatch(/^references only; .*openclaw secrets audit --check did not finish in 90 s \(load average \d+\.\d\): not judged this time$/);
+    // The same empty answer from an audit that ended by itself is still a failure.
+    class SilentAudit extends DoctorContext {
+      override secretsAudit(): Promise<RunResult> {
+        return Promise.resolve({ command: 'openclaw secrets audit --check --json', exitCode: 3, stdout: '', stderr: 'boom', failed: true, timedOut: false });
+      }
+    }
+    const [silent] = await runChecks(new SilentAudit(sb.host), [byId('secrets')]);
+    expect(silent!.status).toBe('fail');
+    expect(silent!.message).toMatch(/gave no report \(exit 3\): boom/);
   });
 
   it('secrets: an audit the CLI cannot run is agent-runtime\'s finding; a CLI that starts and gives no report fails', async () => {
