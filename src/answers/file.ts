@@ -1,4 +1,3 @@
-import JSON5 from 'json5';
 import { UsageError } from '../errors.js';
 import { ANSWER_FIELDS, type AnswerField } from './schema.js';
 
@@ -28,14 +27,15 @@ const FIELD_OF_ENV = new Map(Object.entries(ANSWER_ENV_NAMES).map(([field, name]
 const LOOKS_LIKE_JSON = /^\s*(?:(?:\/\/[^\n]*\n|\/\*[\s\S]*?\*\/)\s*)*[{[]/;
 
 /** Parses an answers file; `where` names it in every message (`--answers /root/answers.env`). */
-export function parseAnswersFile(text: string, where: string): Partial<Record<AnswerField, string>> {
+export async function parseAnswersFile(text: string, where: string): Promise<Partial<Record<AnswerField, string>>> {
   return LOOKS_LIKE_JSON.test(text) ? parseJsonForm(text, where) : parseEnvForm(text, where);
 }
 
-function parseJsonForm(text: string, where: string): Partial<Record<AnswerField, string>> {
+/** JSON5 (comments, unquoted keys) is loaded only for a file in the JSON form. */
+async function parseJsonForm(text: string, where: string): Promise<Partial<Record<AnswerField, string>>> {
   let parsed: unknown;
   try {
-    parsed = JSON5.parse(text);
+    parsed = (await import('json5')).default.parse(text);
   } catch (error) {
     throw new UsageError(`${where}: not valid JSON: ${(error as Error).message}`);
   }

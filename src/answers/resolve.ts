@@ -167,7 +167,7 @@ async function collectGiven(inputs: AnswerInputs): Promise<Partial<Record<Answer
     const flag = flags.answers ? '--answers' : 'SERVICE_ANSWERS_FILE';
     const source = flags.answers ? '--answers file' : 'SERVICE_ANSWERS_FILE';
     const text = await readOrFail(inputs, file, flag, { private: true });
-    for (const [field, value] of Object.entries(parseAnswersFile(text, `${flag} ${file}`))) set(field as AnswerField, value, source);
+    for (const [field, value] of Object.entries(await parseAnswersFile(text, `${flag} ${file}`))) set(field as AnswerField, value, source);
   }
 
   set('customerName', env.SERVICE_CUSTOMER_NAME || undefined, 'SERVICE_CUSTOMER_NAME');

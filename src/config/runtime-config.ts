@@ -1,4 +1,3 @@
-import JSON5 from 'json5';
 import type { Answers } from '../answers/index.js';
 import type { Components } from '../components.js';
 import type { ServiceProfile } from '../profile.js';
@@ -34,14 +33,15 @@ export interface ManagedSettings {
  * Parses openclaw.json (JSON5: comments and trailing commas are allowed there). Plain
  * JSON, what we write, parses natively to the same value (JSON5 is a superset of JSON,
  * and both define every key as an own property, `__proto__` included); JSON5's parser,
- * many times slower, only reads a file that is not plain JSON.
+ * many times slower, only reads a file that is not plain JSON, and is loaded only then
+ * (a guard, doctor or re-run on a file we wrote never loads it).
  */
-export function parseRuntimeConfig(text: string): RuntimeConfig {
+export async function parseRuntimeConfig(text: string): Promise<RuntimeConfig> {
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
   } catch {
-    parsed = JSON5.parse(text);
+    parsed = (await import('json5')).default.parse(text);
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('openclaw.json is not an object');
   return parsed as RuntimeConfig;

@@ -117,7 +117,7 @@ export class DoctorContext {
       const text = await this.host.files.read(LAYOUT.runtimeConfig);
       if (text === undefined) return { problem: `${LAYOUT.runtimeConfig} is missing` };
       try {
-        return { config: parseRuntimeConfig(text) };
+        return { config: await parseRuntimeConfig(text) };
       } catch (error) {
         return { problem: `${LAYOUT.runtimeConfig} is not valid JSON5: ${(error as Error).message}` };
       }

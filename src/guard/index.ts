@@ -107,7 +107,7 @@ async function enforce(host: Host, { answers, profile }: GuardInputs, options: G
   }
   let current;
   try {
-    current = parseRuntimeConfig(text);
+    current = await parseRuntimeConfig(text);
   } catch (error) {
     throw new DeployError(`${LAYOUT.runtimeConfig} is not valid JSON5: ${(error as Error).message}`, 'fix or move the file aside, then run `service-deploy install`; the guard does not overwrite a file it cannot read');
   }

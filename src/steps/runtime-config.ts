@@ -26,7 +26,7 @@ export async function readRuntimeConfig(host: Host): Promise<{ text?: string; co
   const text = await host.files.read(LAYOUT.runtimeConfig);
   if (text === undefined) return {};
   try {
-    return { text, config: parseRuntimeConfig(text) };
+    return { text, config: await parseRuntimeConfig(text) };
   } catch (error) {
     throw new DeployError(`${LAYOUT.runtimeConfig} is not valid JSON5: ${(error as Error).message}`, `fix or move the file aside, then run again`);
   }

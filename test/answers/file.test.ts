@@ -6,7 +6,7 @@ import { UsageError } from '../../src/errors.js';
 const W = '--answers /root/answers.env';
 
 describe('the answers file', () => {
-  it('reads environment lines: bare, quoted the way a shell quotes, export, comments', () => {
+  it('reads environment lines: bare, quoted the way a shell quotes, export, comments', async () => {
     const text = [
       '# answers for Acme',
       'SERVICE_CUSTOMER_NAME="Acme Dental GmbH"   # prompt 1',
@@ -16,7 +16,7 @@ describe('the answers file', () => {
       '  SERVICE_MODEL=model\\ one',
       '',
     ].join('\n');
-    expect(parseAnswersFile(text, W)).toEqual({
+    expect(await parseAnswersFile(text, W)).toEqual({
       customerName: 'Acme Dental GmbH',
       apiKey: 'pkt_0123456789abcdef',
       meshAuthKey: 'tskey-auth-0123',
@@ -25,11 +25,11 @@ describe('the answers file', () => {
     });
   });
 
-  it('still reads the JSON form (cloud-init, Ansible), comments before the object included', () => {
-    expect(parseAnswersFile('// generated\n{ customerName: "Beta", apiKey: "pkt_x" }', W)).toEqual({ customerName: 'Beta', apiKey: 'pkt_x' });
+  it('still reads the JSON form (cloud-init, Ansible), comments before the object included', async () => {
+    expect(await parseAnswersFile('// generated\n{ customerName: "Beta", apiKey: "pkt_x" }', W)).toEqual({ customerName: 'Beta', apiKey: 'pkt_x' });
   });
 
-  it('is data, never run: expansions, commands and unknown names are refused naming the line, never the value', () => {
+  it('is data, never run: expansions, commands and unknown names are refused naming the line, never the value', async () => {
     const cases: Array<[string, RegExp]> = [
       ['SERVICE_API_KEY=$(cat /etc/shadow)', /line 1 \(SERVICE_API_KEY\): has an unquoted \$/],
       ['SERVICE_API_KEY="pkt_$HOME"', /line 1 \(SERVICE_API_KEY\): has \$ or ` in double quotes/],
@@ -44,7 +44,7 @@ describe('the answers file', () => {
     for (const [text, message] of cases) {
       let thrown: unknown;
       try {
-        parseAnswersFile(text, W);
+        await parseAnswersFile(text, W);
       } catch (error) {
         thrown = error;
       }

@@ -70,8 +70,8 @@ describe('desiredRuntimeConfig', () => {
     expect(sameConfig(once, twice)).toBe(true);
   });
 
-  it('removes other providers, fallbacks and the legacy gateway.token, keeps user keys', () => {
-    const existing = parseRuntimeConfig(`{
+  it('removes other providers, fallbacks and the legacy gateway.token, keeps user keys', async () => {
+    const existing = await parseRuntimeConfig(`{
       // user comment
       gateway: { token: 'legacy', controlUi: { enabled: false } },
       models: { mode: 'merge', providers: { openai: { baseUrl: 'https://api.vendor.example/v1', apiKey: 'sk-x' }, service: { baseUrl: 'https://evil.example' } } },
@@ -101,30 +101,30 @@ describe('desiredRuntimeConfig', () => {
     expect(existing).toEqual({ gateway: { token: 'x' } });
   });
 
-  it('serializes to JSON that parses back equal (JSON is valid JSON5)', () => {
+  it('serializes to JSON that parses back equal (JSON is valid JSON5)', async () => {
     const c = desiredRuntimeConfig(undefined, settings);
-    expect(parseRuntimeConfig(serializeRuntimeConfig(c))).toEqual(c);
+    expect(await parseRuntimeConfig(serializeRuntimeConfig(c))).toEqual(c);
   });
 
-  it('plain JSON (read natively) gives exactly what JSON5 gives, own __proto__ and duplicate keys included', () => {
+  it('plain JSON (read natively) gives exactly what JSON5 gives, own __proto__ and duplicate keys included', async () => {
     const texts = [
       serializeRuntimeConfig(desiredRuntimeConfig(undefined, settings)),
       '{"a":1,"a":2,"__proto__":{"polluted":true},"n":[1e400,-0,0.1,"\\u00e9\\ud83d\\ude00"],"deep":{"x":null}}',
       '{ "unicode": "Grüße 日本語", "empty": {}, "list": [] }',
     ];
     for (const text of texts) {
-      const native = parseRuntimeConfig(text);
+      const native = await parseRuntimeConfig(text);
       const json5 = JSON5.parse(text);
       expect(native).toStrictEqual(json5);
       expect(Object.getPrototypeOf(native)).toBe(Object.prototype);
       expect(({} as Record<string, unknown>).polluted).toBeUndefined();
     }
     // JSON5 proper (comments, trailing commas, unquoted keys) still parses.
-    expect(parseRuntimeConfig('{ // ours\n  gateway: { token: "x", },\n}')).toEqual({ gateway: { token: 'x' } });
+    expect(await parseRuntimeConfig('{ // ours\n  gateway: { token: "x", },\n}')).toEqual({ gateway: { token: 'x' } });
   });
 
-  it('rejects a config that is not an object', () => {
-    expect(() => parseRuntimeConfig('[1,2]')).toThrow(/not an object/);
-    expect(() => parseRuntimeConfig('{ bad')).toThrow();
+  it('rejects a config that is not an object', async () => {
+    await expect(parseRuntimeConfig('[1,2]')).rejects.toThrow(/not an object/);
+    await expect(parseRuntimeConfig('{ bad')).rejects.toThrow();
   });
 });
