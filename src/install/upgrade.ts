@@ -18,8 +18,6 @@ import type { UpgradeVersions } from './pending-upgrade.js';
 import type { PipelineOutcome } from '../pipeline/runner.js';
 import type { InstallRequest } from './request.js';
 
-export type { UpgradeVersions } from './pending-upgrade.js';
-
 /** The install pipeline under a lock the caller holds (install.ts passes installWithLock: no import back into it). */
 export type InstallUnderLock = (run: { host: Host; request: InstallRequest; lockHeld: boolean; quiet: boolean }) => Promise<PipelineOutcome>;
 import { stopWriters } from './writers.js';
