@@ -221,6 +221,50 @@ function runJob(job, env) {
   });
 }
 
+/**
+ * The disk a job takes at its peak (measured on a cold machine: each booted server's root
+ * image grows to about 3 GiB, the cold download caches add their share), and what stays
+ * free besides. Jobs start while their sum fits in the space free at the start, largest
+ * first; the others wait for a running one to end. A job that cannot fit even alone still
+ * runs, alone, with a warning: the estimate may be wrong, and a clear failure beats none.
+ */
+const DISK_MARGIN = 2 * 2 ** 30;
+function diskNeed(job) {
+  const gib = job.name === 'fleet' ? 10 : job.name === 'cloud-init' ? 3.5 : job.file.endsWith('floor.e2e.ts') ? 1.5 : 4;
+  return gib * 2 ** 30;
+}
+
+async function runWithinDisk(jobs, env, freeAtStart) {
+  const gib = (bytes) => `${(bytes / 2 ** 30).toFixed(1)} GiB`;
+  const room = freeAtStart === undefined ? Infinity : freeAtStart - DISK_MARGIN;
+  const pending = [...jobs].sort((a, b) => diskNeed(b) - diskNeed(a));
+  const running = new Set();
+  const told = new Set();
+  let reserved = 0;
+  while (pending.length > 0 || running.size > 0) {
+    for (let i = 0; i < pending.length && running.size < parallel; ) {
+      const job = pending[i];
+      const need = diskNeed(job);
+      if (reserved + need > room && running.size > 0) {
+        if (!told.has(job.name)) say(`${job.name} waits for disk space: it needs about ${gib(need)}; ${gib(Math.max(0, room - reserved))} is not yet promised to a running job`);
+        told.add(job.name);
+        i += 1;
+        continue;
+      }
+      if (need > room) say(`warning: ${job.name} needs about ${gib(need)} of disk and ${gib(Math.max(0, freeAtStart))} is free: running it alone; it may fail for want of space`);
+      pending.splice(i, 1);
+      reserved += need;
+      const done = runJob(job, env).then((result) => {
+        results.push(result);
+        reserved -= need;
+        running.delete(done);
+      });
+      running.add(done);
+    }
+    if (running.size > 0) await Promise.race(running);
+  }
+}
+
 const children = new Set();
 let exitCode = 1;
 const started = Date.now();
@@ -235,7 +279,7 @@ try {
     execFileSync('npm', ['run', 'build'], { cwd: repo, stdio: 'inherit', env });
   }
   for (const job of jobs) fs.rmSync(path.join(cache, job.report), { force: true });
-  say(`running ${jobs.map((j) => j.name).join(', ')} (${Math.min(parallel, jobs.length)} at a time)`);
+  say(`running ${jobs.map((j) => j.name).join(', ')} (up to ${Math.min(parallel, jobs.length)} at a time, as the disk allows)`);
   const forward = (sig) => {
     for (const c of children) c.kill(sig);
   };
@@ -246,14 +290,12 @@ try {
     forward('SIGTERM');
     setTimeout(() => forward('SIGKILL'), 60_000).unref();
   }, BUDGET_MS);
-  const queue = [...jobs];
-  const worker = async () => {
-    for (let job = queue.shift(); job; job = queue.shift()) results.push(await runJob(job, env));
-  };
-  await Promise.all(Array.from({ length: Math.min(parallel, jobs.length) }, worker));
+  const disk = diskWatch();
+  await runWithinDisk(jobs, env, disk.first);
   clearTimeout(budget);
   exitCode = results.every((r) => r.code === 0) ? 0 : 1;
   summary();
+  disk.report();
 } finally {
   cleanLeftovers();
   fs.rmSync(lockDir, { recursive: true, force: true });
@@ -293,6 +335,10 @@ function summary() {
     say(line(head));
     say(`|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`);
     for (const row of rows) say(line(row));
+    for (const r of results.filter((x) => x.job.file.endsWith('server.e2e.ts') && x.code !== 0)) {
+      const why = read(r.job.report)?.failureReason;
+      if (why) say(`${r.job.name}: why: ${why}`);
+    }
     for (const r of results.filter((x) => x.job.file.endsWith('server.e2e.ts'))) {
       const t = read(r.job.report);
       if (t?.quickstart?.walkthrough?.line) say(`${r.job.name}: ${t.quickstart.walkthrough.line}`);
@@ -304,6 +350,43 @@ function summary() {
     const t = read(r.job.report) ?? {};
     const parts = Object.entries(t.timings ?? {}).map(([k, v]) => `${k} ${s(v)}`);
     say(`${r.job.name}: ${r.code === 0 ? 'passed' : `FAILED${t.failedStep ? ` at ${t.failedStep}` : ''}`} in ${s(r.ms)}${parts.length ? `; ${parts.join(', ')}` : ''}`);
+    if (r.code !== 0 && t.failureReason) say(`${r.job.name}: why: ${t.failureReason}`);
     for (const note of t.notes ?? []) say(`${r.job.name}: ${note}`);
   }
+}
+
+/**
+ * Free space where the containers' roots live (os.tmpdir()), sampled through the run:
+ * seven booted servers fill a small CI disk, and then every job fails at the same moment
+ * with errors (EIO, "disk I/O error") that do not say why.
+ */
+function diskWatch() {
+  const where = os.tmpdir();
+  const free = () => {
+    try {
+      const s = fs.statfsSync(where);
+      return s.bavail * s.bsize;
+    } catch {
+      return undefined;
+    }
+  };
+  const gib = (bytes) => `${(bytes / 2 ** 30).toFixed(1)} GiB`;
+  const first = free();
+  if (first === undefined) return { first, report() {} };
+  say(`disk: ${gib(first)} free on ${where}'s file system at the start`);
+  let lowest = { bytes: first, atMs: 0 };
+  const began = Date.now();
+  const timer = setInterval(() => {
+    const now = free();
+    if (now !== undefined && now < lowest.bytes) lowest = { bytes: now, atMs: Date.now() - began };
+  }, 2_000);
+  timer.unref();
+  return {
+    first,
+    report() {
+      clearInterval(timer);
+      const full = lowest.bytes < 2 ** 30;
+      say(`disk: lowest free space ${gib(lowest.bytes)} (${(lowest.atMs / 1000).toFixed(0)} s in), ${gib(first - lowest.bytes)} used at the peak${full ? ': the disk was full, so the containers\' writes failed (ENOSPC, EIO); free space or set E2E_PARALLEL' : ''}`);
+    },
+  };
 }

@@ -360,6 +360,11 @@ export class Container {
       }
     }
     await unmountScratch(this.root);
+    // What the host's disk gave this server, read after the unmount wrote the image out
+    // (scripts/e2e.mjs plans the jobs' disk by it).
+    const image = path.join(path.dirname(this.root), 'root.img');
+    const used = fs.existsSync(image) ? fs.statSync(image).blocks * 512 : 0;
+    if (used > 0) this.options.log(`${this.options.hostname}: its root image took ${(used / 2 ** 30).toFixed(1)} GiB of the host's disk`);
     await fs.promises.rm(path.dirname(this.root), { recursive: true, force: true });
     fs.rmSync(this.runningFile, { force: true });
   }

@@ -21,7 +21,7 @@ const timings: Record<string, number> = {};
 const plays: PlayRun[] = [];
 const started = Date.now();
 
-const { step, failedStep } = scenarioSteps(async (error) => {
+const { step, failedStep, failureReason } = scenarioSteps(async (error) => {
   const last = plays.at(-1);
   return fleet.masked(`${error.message}\n--- last ansible-playbook output\n${last ? `${last.stdout.slice(-6000)}\n${last.stderr.slice(-2000)}` : '(none)'}`);
 });
@@ -56,6 +56,7 @@ afterAll(async () => {
   report.timings = { ...fleet.timings, ...timings };
   report.notes = fleet.notes;
   report.failedStep = failedStep() ?? null;
+  report.failureReason = failureReason() ?? null;
   await fleet.close();
   cleanupTempDirs();
   fs.mkdirSync(E2E_CACHE, { recursive: true });

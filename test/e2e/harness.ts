@@ -340,7 +340,7 @@ export class World {
   async platform(): Promise<string> {
     const r = await this.container.sh(
       `. /etc/os-release; printf '%s: ' "$PRETTY_NAME"
-printf 'nginx %s, ' "$(nginx -v 2>&1 | sed -n 's|.*nginx/||p')"
+printf 'nginx %s, ' "$(nginx -v 2>&1 | sed -n 's|.*nginx/||p' | grep . || echo none)"
 printf 'OpenSSL %s, ' "$(openssl version | cut -d' ' -f2)"
 printf 'systemd %s, ' "$(systemctl --version | sed -n '1s/^systemd \\([0-9]*\\).*/\\1/p')"
 printf 'glibc %s, ' "$(ldd --version | sed -n '1s/.* //p')"

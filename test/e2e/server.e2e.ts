@@ -35,7 +35,7 @@ const world = new World(QUICKSTART_WORLD);
 const report: Record<string, unknown> = { startedAt: new Date().toISOString(), suite: world.suite, release: world.release };
 const started = Date.now();
 
-const { step, failedStep } = scenarioSteps(async (error) => {
+const { step, failedStep, failureReason } = scenarioSteps(async (error) => {
   const extra = await world.diagnostics().catch(() => '');
   return `${world.masked(error.message)}\n--- diagnostics (secrets masked)\n${extra}`;
 });
@@ -108,6 +108,7 @@ afterAll(async () => {
   report.notes = world.notes;
   report.timings = world.timings;
   report.failedStep = failedStep() ?? null;
+  report.failureReason = failureReason() ?? null;
   await world.close();
   cleanupTempDirs();
   fs.mkdirSync(E2E_CACHE, { recursive: true });

@@ -6,6 +6,7 @@ import { log, seconds } from './harness.js';
 
 export function scenarioSteps(explain: (error: Error) => Promise<string>) {
   let broken: string | undefined;
+  let reason: string | undefined;
   function step(name: string, timeoutMs: number, fn: () => Promise<void>): void {
     it(name, async (ctx) => {
       if (broken) ctx.skip(`an earlier step failed: ${broken}`);
@@ -16,9 +17,13 @@ export function scenarioSteps(explain: (error: Error) => Promise<string>) {
       } catch (error) {
         broken = name;
         log(`FAIL ${name} (${seconds(Date.now() - t)})`);
-        throw new Error(await explain(error as Error), { cause: undefined });
+        const explained = await explain(error as Error);
+        // The first line says why; the run's summary prints it, since a CI log may keep
+        // only the tail of the long diagnostics below it.
+        reason = explained.split('\n').find((line) => line.trim() !== '')?.trim().slice(0, 400);
+        throw new Error(explained, { cause: undefined });
       }
     }, timeoutMs);
   }
-  return { step, failedStep: () => broken };
+  return { step, failedStep: () => broken, failureReason: () => reason };
 }
