@@ -319,6 +319,7 @@ function summary() {
     rows.push([
       t.release ?? r.job.name,
       r.code === 0 ? 'passed' : `FAILED${t.failedStep ? ` at ${t.failedStep.split(' ')[0]}` : ''}`,
+      s(t.quickstart?.installMs),
       s(t.freshInstall?.wallMs),
       s(t.rerun?.wallMs),
       s(t.modelChange?.wallMs),
@@ -329,7 +330,7 @@ function summary() {
     ]);
   }
   if (rows.length > 0) {
-    const head = ['suite', 'result', 'fresh install', 'no-op re-run', 'model change', 'reset', 'restore', 'debootstrap', 'whole'];
+    const head = ['suite', 'result', 'first install', 'catalog over it', 'no-op re-run', 'model change', 'reset', 'restore', 'debootstrap', 'whole'];
     const widths = head.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i].length)));
     const line = (cells) => `| ${cells.map((c, i) => c.padEnd(widths[i])).join(' | ')} |`;
     say(line(head));
@@ -342,7 +343,7 @@ function summary() {
     for (const r of results.filter((x) => x.job.file.endsWith('server.e2e.ts'))) {
       const t = read(r.job.report);
       if (t?.quickstart?.walkthrough?.line) say(`${r.job.name}: ${t.quickstart.walkthrough.line}`);
-      if (t?.freshInstall?.detail) say(`${r.job.name}: fresh install = our own work ${s(t.freshInstall.oursMs)} + apt/npm ${s(t.freshInstall.downloadsMs)} + install.sh ${s(t.freshInstall.bootstrapMs)}; ${t.freshInstall.detail}`);
+      if (t?.freshInstall?.detail) say(`${r.job.name}: catalog deploy over the first install = our own work ${s(t.freshInstall.oursMs)} + apt/npm ${s(t.freshInstall.downloadsMs)} + install.sh ${s(t.freshInstall.bootstrapMs)}; ${t.freshInstall.detail}`);
       for (const note of t?.notes ?? []) say(`${r.job.name}: ${note}`);
     }
   }
