@@ -229,13 +229,13 @@ function runJob(job, env) {
  * runs, alone, with a warning: the estimate may be wrong, and a clear failure beats none.
  */
 const DISK_MARGIN = 2 * 2 ** 30;
+const gib = (bytes) => `${(bytes / 2 ** 30).toFixed(1)} GiB`;
 function diskNeed(job) {
-  const gib = job.name === 'fleet' ? 10 : job.name === 'cloud-init' ? 3.5 : job.file.endsWith('floor.e2e.ts') ? 1.5 : 4;
-  return gib * 2 ** 30;
+  const gibibytes = job.name === 'fleet' ? 10 : job.name === 'cloud-init' ? 3.5 : job.file.endsWith('floor.e2e.ts') ? 1.5 : 4;
+  return gibibytes * 2 ** 30;
 }
 
 async function runWithinDisk(jobs, env, freeAtStart) {
-  const gib = (bytes) => `${(bytes / 2 ** 30).toFixed(1)} GiB`;
   const room = freeAtStart === undefined ? Infinity : freeAtStart - DISK_MARGIN;
   const pending = [...jobs].sort((a, b) => diskNeed(b) - diskNeed(a));
   const running = new Set();
@@ -371,7 +371,6 @@ function diskWatch() {
       return undefined;
     }
   };
-  const gib = (bytes) => `${(bytes / 2 ** 30).toFixed(1)} GiB`;
   const first = free();
   if (first === undefined) return { first, report() {} };
   say(`disk: ${gib(first)} free on ${where}'s file system at the start`);

@@ -38,7 +38,7 @@ const report: Record<string, unknown> = { startedAt: new Date().toISOString(), s
 const timings: Record<string, number> = {};
 const started = Date.now();
 
-const { step, failedStep, failureReason } = scenarioSteps(async (error) => {
+const { step, failure } = scenarioSteps(async (error) => {
   const extra = await world.container
     ?.sh('tail -n 40 /var/log/cloud-init-output.log; echo "--- cloud-init.log"; grep -E "WARNING|ERROR|Traceback" /var/log/cloud-init.log | tail -n 30; echo "--- status"; cloud-init status --long; journalctl -u e2e-apt-lock -u e2e-boot-apt --no-pager -n 20; echo "--- install.log"; tail -n 30 /var/log/service-deploy/install.log; echo "--- result.json"; tail -c 2500 /root/service-deploy/result.json', { timeoutMs: 30_000 })
     .catch(() => undefined);
@@ -56,8 +56,7 @@ afterAll(async () => {
   report.totalMs = Date.now() - started;
   report.timings = { ...world.timings, ...timings };
   report.notes = world.notes;
-  report.failedStep = failedStep() ?? null;
-  report.failureReason = failureReason() ?? null;
+  Object.assign(report, failure());
   await world.close();
   cleanupTempDirs();
   fs.mkdirSync(E2E_CACHE, { recursive: true });

@@ -21,7 +21,7 @@ const timings: Record<string, number> = {};
 const plays: PlayRun[] = [];
 const started = Date.now();
 
-const { step, failedStep, failureReason } = scenarioSteps(async (error) => {
+const { step, failure } = scenarioSteps(async (error) => {
   const last = plays.at(-1);
   return fleet.masked(`${error.message}\n--- last ansible-playbook output\n${last ? `${last.stdout.slice(-6000)}\n${last.stderr.slice(-2000)}` : '(none)'}`);
 });
@@ -55,8 +55,7 @@ afterAll(async () => {
   report.totalMs = Date.now() - started;
   report.timings = { ...fleet.timings, ...timings };
   report.notes = fleet.notes;
-  report.failedStep = failedStep() ?? null;
-  report.failureReason = failureReason() ?? null;
+  Object.assign(report, failure());
   await fleet.close();
   cleanupTempDirs();
   fs.mkdirSync(E2E_CACHE, { recursive: true });

@@ -17,7 +17,7 @@ import { systemSnapshot } from './uninstall.js';
 const world = new World({ suite: 'bullseye' });
 const report: Record<string, unknown> = { startedAt: new Date().toISOString(), suite: world.suite, release: world.release };
 const started = Date.now();
-const { step, failedStep, failureReason } = scenarioSteps(async (error) => `${world.masked(error.message)}\n--- diagnostics (secrets masked)\n${await world.diagnostics().catch(() => '')}`);
+const { step, failure } = scenarioSteps(async (error) => `${world.masked(error.message)}\n--- diagnostics (secrets masked)\n${await world.diagnostics().catch(() => '')}`);
 
 beforeAll(async () => {
   log('setting up: artifacts, loopback stand-ins, a bullseye container');
@@ -28,8 +28,7 @@ afterAll(async () => {
   report.totalMs = Date.now() - started;
   report.notes = world.notes;
   report.timings = world.timings;
-  report.failedStep = failedStep() ?? null;
-  report.failureReason = failureReason() ?? null;
+  Object.assign(report, failure());
   await world.close();
   cleanupTempDirs();
   fs.mkdirSync(E2E_CACHE, { recursive: true });

@@ -35,7 +35,7 @@ const world = new World(QUICKSTART_WORLD);
 const report: Record<string, unknown> = { startedAt: new Date().toISOString(), suite: world.suite, release: world.release };
 const started = Date.now();
 
-const { step, failedStep, failureReason } = scenarioSteps(async (error) => {
+const { step, failure } = scenarioSteps(async (error) => {
   const extra = await world.diagnostics().catch(() => '');
   return `${world.masked(error.message)}\n--- diagnostics (secrets masked)\n${extra}`;
 });
@@ -107,8 +107,7 @@ afterAll(async () => {
   report.processesSeen = world.argv.processesSeen;
   report.notes = world.notes;
   report.timings = world.timings;
-  report.failedStep = failedStep() ?? null;
-  report.failureReason = failureReason() ?? null;
+  Object.assign(report, failure());
   await world.close();
   cleanupTempDirs();
   fs.mkdirSync(E2E_CACHE, { recursive: true });

@@ -25,5 +25,7 @@ export function scenarioSteps(explain: (error: Error) => Promise<string>) {
       }
     }, timeoutMs);
   }
-  return { step, failedStep: () => broken, failureReason: () => reason };
+  /** For the job's report: the step that failed and the first line of why (null when none did). */
+  const failure = () => ({ failedStep: broken ?? null, failureReason: reason ?? null });
+  return { step, failure };
 }
