@@ -19,12 +19,18 @@ import { fileURLToPath } from 'node:url';
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 // E2E_CACHE_DIR: another cache folder (roots, download caches, reports); an empty one
-// measures a cold CI machine. The run lock stays in .cache/e2e: one run per machine.
+// measures a cold CI machine. The run lock and the network slots are machine-wide
+// (E2E_MACHINE_DIR, below): one run per machine, whichever checkout it comes from.
 const cache = process.env.E2E_CACHE_DIR ? path.resolve(process.env.E2E_CACHE_DIR) : path.join(repo, '.cache', 'e2e');
 const runningDir = path.join(cache, 'running');
 const legacyRunningFile = path.join(cache, 'running.json');
-const slotsDir = path.join(repo, '.cache', 'e2e', 'net');
-const lockDir = path.join(repo, '.cache', 'e2e', 'run.lock');
+// Not under the checkout: the namespaces (sd-e2e-N) and veth names (sdeN) are the
+// machine's, so two checkouts running at once must claim slots from one place (with
+// .cache/e2e/net each claimed slot 0 and the second removed the first's network).
+// /run is emptied at boot, like the namespaces themselves. test/e2e/netns.ts agrees.
+const machineDir = process.env.E2E_MACHINE_DIR ?? '/run/service-deploy-e2e';
+const slotsDir = path.join(machineDir, 'net');
+const lockDir = path.join(machineDir, 'run.lock');
 const arch = process.arch === 'arm64' ? 'arm64' : 'x64';
 const BUDGET_MS = Number(process.env.E2E_BUDGET_MS ?? 40 * 60_000);
 const ALL_SUITES = ['bullseye', 'bookworm', 'trixie'];

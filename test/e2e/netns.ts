@@ -8,15 +8,15 @@
 // rule. The host reaches the container on its address (ssh, the channel port); the
 // container reaches the host's loopback stand-ins only through forwarders (forward.ts)
 // and the internet only through the harness's egress proxy (egress.ts). Slots are
-// claimed in .cache/e2e/net/ (a file per slot holding the owner's pid), so concurrent
-// runs never share one, and a slot whose owner died is cleaned and reused.
+// claimed in /run/service-deploy-e2e/net/ (a file per slot holding the owner's pid),
+// machine-wide like the namespaces themselves, so concurrent runs (from any checkout)
+// never share one, and a slot whose owner died is cleaned and reused.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { REPO } from '../helpers/binary.js';
 
-/** Machine-wide (not under E2E_CACHE_DIR): every run on this machine claims its slots here. */
-export const SLOTS_DIR = path.join(REPO, '.cache', 'e2e', 'net');
+/** Machine-wide (not under the checkout nor E2E_CACHE_DIR): every run on this machine claims its slots here (scripts/e2e.mjs agrees). */
+export const SLOTS_DIR = path.join(process.env.E2E_MACHINE_DIR ?? '/run/service-deploy-e2e', 'net');
 const BASE = (198 << 24) | (18 << 16); // 198.18.0.0
 const SLOT_SIZE = 16;
 const MAX_SLOTS = (1 << 17) / SLOT_SIZE; // 198.18.0.0/15 has 131072 addresses
