@@ -105,6 +105,7 @@ export const VARIABLES: Record<string, Variable> = {
   SERVICE_QMD_SOURCE: npmSource,
   SERVICE_DOWNLOAD_CA_FILE: readableFile,
   SERVICE_HEALTH_URL: url,
+  SERVICE_QMD_HEALTH_URL: url,
   SERVICE_HEALTH_TIMEOUT_MS: { check: (v) => integerProblem(v, 0, 3_600_000) },
 };
 

@@ -5,6 +5,12 @@
  */
 export const GATEWAY_PORT = 18789;
 export const CHANNEL_PORT = 18790;
+/**
+ * QMD's MCP server (qmd-mcp.service), on loopback. Below the gateway's port: everything
+ * the gateway derives from its own port lies above it (browser control +2, its relay
+ * 18799, the CDP range +11..+110), and 18790 is the channel.
+ */
+export const QMD_MCP_PORT = 18788;
 
 export const LAYOUT = {
   stateDir: '/var/lib/service-deploy',
@@ -35,6 +41,9 @@ export const LAYOUT = {
   qmdRefreshTimer: 'qmd-refresh.timer',
   qmdRefreshServiceFile: '/root/.config/systemd/user/qmd-refresh.service',
   qmdRefreshTimerFile: '/root/.config/systemd/user/qmd-refresh.timer',
+  /** The one resident QMD MCP server every agent session reaches over HTTP (QMD_MCP_PORT). */
+  qmdMcpService: 'qmd-mcp.service',
+  qmdMcpServiceFile: '/root/.config/systemd/user/qmd-mcp.service',
 
   runtimeHome: '/root',
   runtimeDir: '/root/.openclaw',

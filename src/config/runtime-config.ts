@@ -1,7 +1,7 @@
 import type { Answers } from '../answers/index.js';
 import type { Components } from '../components.js';
 import type { ServiceProfile } from '../profile.js';
-import { GATEWAY_PORT, LAYOUT } from '../layout.js';
+import { GATEWAY_PORT, LAYOUT, QMD_MCP_PORT } from '../layout.js';
 
 /** Spec 2.7 defaults. */
 export const RUNTIME_DEFAULTS = {
@@ -118,7 +118,7 @@ export function desiredRuntimeConfig(existing: RuntimeConfig | undefined, settin
   config.session = { ...session, reset: { ...obj(session.reset), mode: 'idle', idleMinutes: RUNTIME_DEFAULTS.sessionIdleMinutes } };
 
   const mcp = obj(config.mcp);
-  config.mcp = {
+  config.mcp = withManagedMcp({
     ...mcp,
     servers: {
       ...obj(mcp.servers),
@@ -127,9 +127,8 @@ export function desiredRuntimeConfig(existing: RuntimeConfig | undefined, settin
         transport: 'streamable-http',
         headers: { Authorization: MCP_AUTHORIZATION_HEADER },
       },
-      [QMD_MCP_SERVER]: { command: LAYOUT.qmdBin, args: ['mcp'], transport: 'stdio' },
     },
-  };
+  });
 
   const plugins = obj(config.plugins);
   const engineId = components.losslessClaw.pluginId;
@@ -157,6 +156,33 @@ export function desiredRuntimeConfig(existing: RuntimeConfig | undefined, settin
   applyConfinement(config);
   return config;
 }
+
+// ---- MCP: QMD's resident server and the runtimes' idle limit (issue 26 item 1) ------
+// The install, the guard (guard/routing.ts) and doctor share these definitions.
+
+/** The resident QMD MCP server (qmd-mcp.service, steps/memory-service.ts). */
+export const QMD_MCP_URL = `http://127.0.0.1:${QMD_MCP_PORT}/mcp`;
+export const QMD_MCP_ENTRY = { url: QMD_MCP_URL, transport: 'streamable-http' } as const;
+
+/**
+ * mcp.sessionIdleTtlMs: OpenClaw keeps a session's MCP runtime (its connections to the
+ * `service` and `qmd` servers) until the session is reset or deleted, and a gateway
+ * admits at most 256 live runtimes; after that new sessions get no MCP tools. Portal
+ * sessions are never reset by the runtime, so only this idle limit retires them. Live
+ * runtimes ~ new sessions per minute x (TTL + the 1-minute sweep): 5 minutes keeps one
+ * portal address at the channel's rate limit (10 a minute) at 60, and the cap is only
+ * reached above 42 new sessions a minute, sustained. A session that writes again after
+ * 5 idle minutes gets a new runtime: an MCP initialize and tools/list on each server.
+ * docs/components.md ("MCP runtimes") has the sizing; the soak measures it.
+ */
+export const MCP_SESSION_IDLE_TTL_MS = 5 * 60_000;
+
+/** The mcp block with the managed values in place (other servers and keys kept). */
+export function withManagedMcp(existing: unknown): Record<string, any> {
+  const mcp = obj(existing);
+  return { ...mcp, sessionIdleTtlMs: MCP_SESSION_IDLE_TTL_MS, servers: { ...obj(mcp.servers), [QMD_MCP_SERVER]: { ...QMD_MCP_ENTRY } } };
+}
+// ---- end of MCP ---------------------------------------------------------------------
 
 // ------------------------------------------------------------- confinement (issue 20)
 // What the agent may touch and where its secrets live. docs/security.md explains each

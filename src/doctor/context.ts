@@ -234,8 +234,9 @@ export class DoctorContext {
     ]);
     const started: Array<Promise<unknown>> = [];
     const units: Array<[ServiceScope, string, boolean]> = [
-      ['user', LAYOUT.gatewayUnit, ['gateway-service', 'channel-drop-in', 'devices'].some((id) => ids.has(id))],
+      ['user', LAYOUT.gatewayUnit, ['gateway-service', 'gateway-memory', 'channel-drop-in', 'devices'].some((id) => ids.has(id))],
       ['user', LAYOUT.qmdRefreshTimer, ids.has('memory')],
+      ['user', LAYOUT.qmdMcpService, ids.has('memory')],
       ['system', 'cron', ids.has('guard-cron')],
       ['system', LAYOUT.channelFirewallUnit, ids.has('channel-limits') && channel],
       ['system', FIREWALLD_UNIT, ids.has('channel-port') && channel && (await this.host.exec.which('firewall-cmd')) !== undefined],

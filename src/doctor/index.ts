@@ -12,6 +12,7 @@ import { filesCheck } from './checks/files.js';
 import { diskCheck } from './checks/disk.js';
 import { gatewayAuthCheck } from './checks/gateway-auth.js';
 import { gatewayBindCheck } from './checks/gateway-bind.js';
+import { gatewayMemoryCheck } from './checks/gateway-memory.js';
 import { gatewayServiceCheck } from './checks/gateway-service.js';
 import { gatewaySandboxCheck } from './checks/gateway-sandbox.js';
 import { guardCronCheck } from './checks/guard-cron.js';
@@ -39,6 +40,7 @@ export const CHECKS: readonly Check[] = [
   packagesCheck,
   gatewayServiceCheck,
   gatewaySandboxCheck,
+  gatewayMemoryCheck,
   healthCheck,
   gatewayBindCheck,
   gatewayAuthCheck,

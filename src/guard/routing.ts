@@ -1,12 +1,16 @@
 import { maskSecret } from '../host/redact.js';
 import type { ServiceProfile } from '../profile.js';
 import {
+  MCP_SESSION_IDLE_TTL_MS,
+  QMD_MCP_ENTRY,
+  QMD_MCP_SERVER,
   SECRET_PROVIDER,
   SECRET_PROVIDER_CONFIG,
   SERVICE_API_KEY_REF,
   primaryModel,
   serviceProvider,
   sameConfig,
+  withManagedMcp,
   type RuntimeConfig,
 } from '../config/runtime-config.js';
 
@@ -53,7 +57,9 @@ const VENDOR_HOSTS = /(^|\.)(openai\.com|anthropic\.com|googleapis\.com|mistral\
  *   (which would reach other providers) are removed;
  * - gateway.auth is {mode: token, token: the reference to the service API key}; the
  *   legacy top-level gateway.token is migrated away; the gateway binds to loopback only;
- * - secrets.providers.service reads our root-only secret source and nothing else.
+ * - secrets.providers.service reads our root-only secret source and nothing else;
+ * - the `qmd` MCP server is the resident QMD service, and MCP runtimes have their idle
+ *   limit (without it the gateway's 256 runtimes fill up and sessions lose their tools).
  *
  * The result agrees with desiredRuntimeConfig on every setting both manage, so the
  * install and the hourly guard never fight (a test holds them to it).
@@ -145,6 +151,12 @@ export function enforceRouting(current: RuntimeConfig, answers: RoutingAnswers, 
   }
   config.secrets = { ...secrets, providers: { ...providersOfSecrets, [SECRET_PROVIDER]: { ...SECRET_PROVIDER_CONFIG } } };
 
+  const mcp = obj(config.mcp);
+  const qmd = obj(mcp.servers)[QMD_MCP_SERVER];
+  if (!sameConfig(qmd, QMD_MCP_ENTRY)) restored(`mcp.servers.${QMD_MCP_SERVER}`, describeMcpServer(qmd), describeMcpServer(QMD_MCP_ENTRY));
+  if (mcp.sessionIdleTtlMs !== MCP_SESSION_IDLE_TTL_MS) restored('mcp.sessionIdleTtlMs', mcp.sessionIdleTtlMs, String(MCP_SESSION_IDLE_TTL_MS));
+  config.mcp = withManagedMcp(config.mcp);
+
   return { config, restorations };
 }
 
@@ -153,6 +165,25 @@ const REF_SHOWN = `reference ${SERVICE_API_KEY_REF.source}:${SERVICE_API_KEY_REF
 function describeSecretProvider(entry: unknown): string {
   if (!isObj(entry)) return show(entry);
   return `${show(entry.source)} ${show(entry.path ?? entry.command)}`;
+}
+
+function describeMcpServer(entry: unknown): string {
+  if (!isObj(entry)) return show(entry);
+  // A stdio server's arguments and environment, a URL's user info may carry secrets: not shown.
+  return entry.url !== undefined ? `${show(entry.transport)} ${withoutUserInfo(entry.url)}` : `${show(entry.transport)} command ${show(entry.command)}`;
+}
+
+function withoutUserInfo(url: unknown): string {
+  if (typeof url !== 'string') return show(url);
+  try {
+    const parsed = new URL(url);
+    if (!parsed.username && !parsed.password) return url;
+    parsed.username = '****';
+    parsed.password = '';
+    return parsed.toString();
+  } catch {
+    return '(not a URL)';
+  }
 }
 
 function isVendor(name: string, entry: unknown): boolean {

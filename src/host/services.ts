@@ -99,6 +99,21 @@ export class Services {
     return states;
   }
 
+  /**
+   * Properties of one unit as its manager reports them (`systemctl show --property=...`),
+   * e.g. the MemoryMax it computed from a percentage; empty when the manager does not answer.
+   */
+  async properties(scope: ServiceScope, unit: string, names: readonly string[]): Promise<Map<string, string>> {
+    const result = await this.systemctl(scope, ['show', `--property=${names.join(',')}`, unit], true).catch(() => undefined);
+    const props = new Map<string, string>();
+    if (!result || result.exitCode !== 0) return props;
+    for (const line of result.stdout.split('\n')) {
+      const eq = line.indexOf('=');
+      if (eq > 0 && names.includes(line.slice(0, eq))) props.set(line.slice(0, eq), line.slice(eq + 1));
+    }
+    return props;
+  }
+
   async daemonReload(scope: ServiceScope): Promise<void> {
     await this.systemctl(scope, ['daemon-reload']);
   }

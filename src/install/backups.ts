@@ -184,7 +184,7 @@ async function planBackupNow(host: Host, keep: number | undefined, request: Back
   const plan = await planBackup(host);
   const archive = backupName(host.now(), 1, LAYOUT.backupDir);
   const running: string[] = [];
-  for (const unit of [LAYOUT.qmdRefreshTimer, LAYOUT.qmdRefreshService, LAYOUT.gatewayUnit]) {
+  for (const unit of [LAYOUT.qmdRefreshTimer, LAYOUT.qmdRefreshService, LAYOUT.gatewayUnit, LAYOUT.qmdMcpService]) {
     if (await host.services.isActive('user', unit).catch(() => false)) running.push(unit);
   }
   const existing = await listBackups(host);

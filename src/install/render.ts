@@ -5,6 +5,7 @@ import { gatewayUnitFile } from '../steps/gateway-service.js';
 import { runtimeSecretFiles } from '../steps/runtime-secrets.js';
 import { guardCron, guardScript } from '../steps/guard.js';
 import { refreshScript, refreshServiceUnit, refreshTimerUnit } from '../steps/memory-index.js';
+import { qmdMcpUnitFile } from '../steps/memory-service.js';
 import { desiredFor, readRuntimeConfig } from '../steps/runtime-config.js';
 import { PRODUCTION_SITE, renderNginxSite } from '../channel/nginx.js';
 import { channelDropInContent, channelEnvContent, channelSecrets } from '../steps/channel.js';
@@ -66,6 +67,9 @@ export async function runRender(request: RenderRequest): Promise<void> {
       break;
     case 'qmd-script':
       text = refreshScript().content;
+      break;
+    case 'qmd-mcp':
+      text = qmdMcpUnitFile(components).content;
       break;
     case 'channel-env':
     case 'nginx':

@@ -19,14 +19,15 @@ export const RESET_REMOVES = [
   LAYOUT.qmdCacheDir,
   LAYOUT.qmdRefreshServiceFile,
   LAYOUT.qmdRefreshTimerFile,
+  LAYOUT.qmdMcpServiceFile,
   LAYOUT.backupServiceFile,
   LAYOUT.backupTimerFile,
 ];
 
 /** The commands the reset runs after the backup, in words (for --check). */
 const RESET_COMMANDS = [
-  `systemctl --user stop ${LAYOUT.qmdRefreshTimer} ${LAYOUT.qmdRefreshService} ${LAYOUT.gatewayUnit} (before the backup)`,
-  `systemctl --user disable --now ${LAYOUT.gatewayUnit}`,
+  `systemctl --user stop ${LAYOUT.qmdRefreshTimer} ${LAYOUT.qmdRefreshService} ${LAYOUT.gatewayUnit} ${LAYOUT.qmdMcpService} (before the backup)`,
+  `systemctl --user disable --now ${LAYOUT.gatewayUnit} ${LAYOUT.qmdMcpService} ${LAYOUT.qmdRefreshTimer}`,
   'tailscale logout',
   'apt-get purge tailscale',
   'systemctl --user daemon-reload',
@@ -70,6 +71,7 @@ export async function runResetClean(host: Host, request: InstallRequest): Promis
 
     await host.services.disable('user', LAYOUT.gatewayUnit).catch(() => undefined);
     await host.services.disable('user', LAYOUT.qmdRefreshTimer).catch(() => undefined);
+    await host.services.disable('user', LAYOUT.qmdMcpService).catch(() => undefined);
     await host.services.disable('system', LAYOUT.backupTimer).catch(() => undefined);
     if (await host.exec.which('tailscale')) {
       await host.exec.run('tailscale', ['logout'], { allowFailure: true, timeoutMs: 60_000 });

@@ -106,7 +106,7 @@ async function backupsLeft(host: Host, extra: string[] = []): Promise<Left[]> {
 
 /** Commands uninstall runs, in words (for --check). */
 const UNINSTALL_COMMANDS = [
-  `systemctl --user disable --now ${LAYOUT.gatewayUnit} ${LAYOUT.qmdRefreshTimer}`,
+  `systemctl --user disable --now ${LAYOUT.gatewayUnit} ${LAYOUT.qmdMcpService} ${LAYOUT.qmdRefreshTimer}`,
   'tailscale logout',
   'nft delete table inet service_deploy_channel; ufw/firewalld: close 18790/tcp where the install opened it',
   'loginctl disable-linger root',
@@ -164,6 +164,7 @@ async function uninstall(host: Host): Promise<UninstallResult> {
 
   await host.services.disable('user', LAYOUT.gatewayUnit).catch(() => undefined);
   await host.services.disable('user', LAYOUT.qmdRefreshTimer).catch(() => undefined);
+  await host.services.disable('user', LAYOUT.qmdMcpService).catch(() => undefined);
   if (await host.exec.which('tailscale')) await host.exec.run('tailscale', ['logout'], { allowFailure: true, timeoutMs: 60_000 });
   await removeChannelFirewall(host);
   if (await host.files.exists(LAYOUT.lingerFile)) await host.exec.run('loginctl', ['disable-linger', 'root'], { allowFailure: true });

@@ -246,6 +246,8 @@ export async function rollBack(host: Host, backup: string): Promise<RollbackResu
   if (node) await recordProgramFiles(host, nodeFiles());
   await recordProgramFiles(host, openclawFiles(components.openclaw.package));
   await host.services.daemonReload('user');
+  // QMD's server runs on the Node just switched back (stopped above, with the writers).
+  await host.services.start('user', LAYOUT.qmdMcpService).catch(() => undefined);
   await host.services.restart('user', LAYOUT.gatewayUnit);
   await host.services.start('user', LAYOUT.qmdRefreshTimer).catch(() => undefined);
   return waitHealthy(host);

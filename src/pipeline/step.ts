@@ -13,7 +13,7 @@ export interface Change {
 }
 
 /** Effects a change has on later steps (Ansible's handlers): the pipeline collects them. */
-export type Notify = 'gateway-restart' | 'gateway-reload-units' | 'nginx-reload';
+export type Notify = 'gateway-restart' | 'gateway-reload-units' | 'nginx-reload' | 'qmd-restart';
 
 export type StepStatus = 'ok' | 'changed' | 'skipped' | 'failed';
 

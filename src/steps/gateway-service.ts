@@ -6,6 +6,13 @@ import { planFile, writeDesired, type DesiredFile } from '../pipeline/files.js';
 import { OPENCLAW_ENTRY } from '../runtime/openclaw.js';
 
 const UNIT = LAYOUT.gatewayUnit;
+
+/**
+ * The gateway unit's memory bound, relative to the server's memory (systemd takes a
+ * percentage of physical memory). docs/components.md ("Memory") has the measurement it
+ * is sized from.
+ */
+export const GATEWAY_MEMORY = { high: '65%', max: '75%' } as const;
 /** Root's cache folder (QMD's index): one of the two places the sandboxed gateway may write. */
 export const GATEWAY_CACHE_DIR = `${LAYOUT.runtimeHome}/.cache`;
 
@@ -23,6 +30,8 @@ export function gatewayUnitFile(): DesiredFile {
       answersFile: LAYOUT.answersFile,
       meshAuthKeyFile: LAYOUT.meshAuthKeyFile,
       tlsDir: LAYOUT.tlsDir,
+      memoryHigh: GATEWAY_MEMORY.high,
+      memoryMax: GATEWAY_MEMORY.max,
     }),
     mode: 0o644,
   };

@@ -10,6 +10,7 @@ import { healthStep } from './health.js';
 import { manifestStep } from './manifest.js';
 import { mcpStep } from './mcp.js';
 import { memoryIndexStep } from './memory-index.js';
+import { memoryServiceStep } from './memory-service.js';
 import { meshClientStep } from './mesh-client.js';
 import { nodeRuntimeStep } from './node-runtime.js';
 import { packageLockStep } from './package-lock.js';
@@ -41,6 +42,7 @@ export function installSteps(): Step[] {
     runtimeConfigStep,
     gatewayServiceStep,
     memoryIndexStep,
+    memoryServiceStep,
     guardStep,
     manifestStep,
     healthStep,

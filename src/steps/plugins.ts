@@ -8,8 +8,8 @@ import { PLUGIN_PREFIX, installedPackageVersion, losslessClawFiles, npm, qmdFile
 /**
  * QMD memory, the program. OpenClaw removed its QMD memory backend in 2026.8.1 (builtin
  * memory is the only engine now), so QMD is installed as its own program and wired into
- * the agent as an MCP server (`qmd mcp`, see runtime-config), which the pinned OpenClaw
- * supports. It gets an npm prefix of its own so that only the CPU build of its native
+ * the agent as an MCP server (one resident `qmd mcp --http`, steps/memory-service.ts),
+ * which the pinned OpenClaw supports. It gets an npm prefix of its own so that only the CPU build of its native
  * parts is installed (`--omit=optional` drops node-llama-cpp's GPU prebuilds, about 660
  * of the 856 MB; the CPU ones are named instead): npm ignores --omit for --global.
  * What it indexes and when: steps/memory-index.ts. docs/components.md has the details.
@@ -22,7 +22,8 @@ export const memoryStep: Step = {
     const state = await packageState(host, have, components.qmd.version, qmdFiles(components.qmd.package));
     if (!state.install) return { changes: [] };
     const summary = state.damaged ? `reinstall QMD ${have}: ${state.damaged}` : have ? `QMD ${have} -> ${components.qmd.version} (CPU build)` : `install QMD ${components.qmd.version} (CPU build)`;
-    return { changes: [{ target: components.qmd.package, summary }], notify: ['gateway-restart'], data: state };
+    // The resident QMD MCP server runs this package; the gateway only talks to it over HTTP.
+    return { changes: [{ target: components.qmd.package, summary }], notify: ['qmd-restart'], data: state };
   },
   async apply(ctx, plan) {
     const { host, components } = ctx;

@@ -59,7 +59,9 @@ describe('desiredRuntimeConfig', () => {
     expect(c.models.providers.service.baseUrl).toBe(profile.aiGatewayUrl);
     expect(c.agents.defaults.heartbeat).toEqual({ every: '30m', target: 'none', lightContext: true, isolatedSession: true });
     expect(c.session.reset).toEqual({ mode: 'idle', idleMinutes: 7 * 24 * 60 });
-    expect(c.mcp.servers.qmd).toEqual({ command: '/opt/service-deploy/qmd/node_modules/.bin/qmd', args: ['mcp'], transport: 'stdio' });
+    // QMD: the one resident server over HTTP (no process per session), and the idle limit.
+    expect(c.mcp.servers.qmd).toEqual({ url: 'http://127.0.0.1:18788/mcp', transport: 'streamable-http' });
+    expect(c.mcp.sessionIdleTtlMs).toBe(300_000);
     expect(c.plugins.entries['service-channel']).toBeUndefined();
   });
 
@@ -93,6 +95,14 @@ describe('desiredRuntimeConfig', () => {
     expect(c.plugins.entries['my-plugin']).toEqual({ enabled: true });
     expect(c.plugins.entries['service-channel']).toEqual({ enabled: true });
     expect(c.channels).toEqual({ telegram: { enabled: true } });
+  });
+
+  it('replaces a stdio qmd server (the install before issue 26) and a user\'s idle limit; keeps other MCP keys', () => {
+    const existing = { mcp: { sessionIdleTtlMs: 0, servers: { qmd: { command: '/opt/service-deploy/qmd/node_modules/.bin/qmd', args: ['mcp'], transport: 'stdio' }, notes: { url: 'https://notes.example/mcp' } } } };
+    const c = desiredRuntimeConfig(existing, settings) as any;
+    expect(c.mcp.servers.qmd).toEqual({ url: 'http://127.0.0.1:18788/mcp', transport: 'streamable-http' });
+    expect(c.mcp.servers.notes).toEqual({ url: 'https://notes.example/mcp' });
+    expect(c.mcp.sessionIdleTtlMs).toBe(300_000);
   });
 
   it('does not mutate its input', () => {

@@ -91,6 +91,26 @@ describe('enforceRouting', () => {
     expect(restorations.map((r) => r.what).sort()).toEqual(['gateway.bind', 'models.mode']);
   });
 
+  it('puts QMD back on its resident service and the MCP idle limit back (without it sessions lose their tools at 256)', () => {
+    const c = good();
+    c.mcp.servers.qmd = { command: '/opt/service-deploy/qmd/node_modules/.bin/qmd', args: ['mcp', '--token=hunter2secret'], transport: 'stdio' };
+    delete c.mcp.sessionIdleTtlMs;
+    const { config, restorations } = enforceRouting(c, answers, profile) as { restorations: any[]; config: any };
+    expect(config).toEqual(good());
+    expect(restorations.map((r) => [r.what, r.before, r.after])).toEqual([
+      ['mcp.servers.qmd', 'stdio command /opt/service-deploy/qmd/node_modules/.bin/qmd', 'streamable-http http://127.0.0.1:18788/mcp'],
+      ['mcp.sessionIdleTtlMs', '(unset)', '300000'],
+    ]);
+    expect(JSON.stringify(restorations)).not.toContain('hunter2');
+    // A URL's user info is not shown either; other MCP servers are the user's.
+    const d = good();
+    d.mcp.servers.qmd = { url: 'http://agent:pw-secret-1@127.0.0.1:9999/mcp', transport: 'streamable-http' };
+    d.mcp.servers.mine = { url: 'https://mine.example/mcp' };
+    const second = enforceRouting(d, answers, profile) as { restorations: any[]; config: any };
+    expect(second.restorations.map((r) => r.before)).toEqual(['streamable-http http://****@127.0.0.1:9999/mcp']);
+    expect(second.config.mcp.servers.mine).toEqual({ url: 'https://mine.example/mcp' });
+  });
+
   it('keeps user settings it does not manage', () => {
     const c = good();
     c.ui = { theme: 'dark' };

@@ -16,6 +16,7 @@ import { managedPaths } from '../../src/steps/manifest.js';
 import { firewallFiles } from '../../src/steps/channel-firewall.js';
 import { gatewayUnitFile } from '../../src/steps/gateway-service.js';
 import { guardCron, guardScript } from '../../src/steps/guard.js';
+import { qmdMcpUnitFile } from '../../src/steps/memory-service.js';
 import { SERVE_TARGET } from '../../src/steps/mesh-client.js';
 import { REPO } from './binary.js';
 import { budget } from './budget.js';
@@ -141,6 +142,11 @@ export async function makeHealthySandbox(options: { channel?: boolean } = {}): P
   for (const dir of [LAYOUT.qmdCacheDir, LAYOUT.qmdConfigDir]) fs.chmodSync(path.join(sb.root, dir), 0o700);
   state('user-qmd-refresh.timer.enabled');
   state('user-qmd-refresh.timer.active');
+  // QMD's resident MCP server (it "answers" at SERVICE_QMD_HEALTH_URL, the sandbox's stand-in).
+  const qmdMcp = qmdMcpUnitFile(components);
+  write(qmdMcp.path, qmdMcp.content, qmdMcp.mode);
+  state('user-qmd-mcp.service.enabled');
+  state('user-qmd-mcp.service.active');
 
   const userEnv = { XDG_RUNTIME_DIR: '/run/user/0' };
   const ops: OpsSandbox = Object.assign(sb, {

@@ -94,6 +94,12 @@ export async function makeSandbox(options: { os?: string; arch?: 'x64' | 'arm64'
   }
   fs.mkdirSync(path.join(root, 'etc'), { recursive: true });
   fs.writeFileSync(path.join(root, 'etc/os-release'), options.os ?? 'NAME="Ubuntu"\nID=ubuntu\nVERSION_ID="24.04"\nVERSION_CODENAME=noble\nPRETTY_NAME="Ubuntu 24.04 LTS"\n');
+  // cgroup v2 as Ubuntu boots it, root's user manager holding the memory controller
+  // (user@.service's Delegate=); the stand-in systemctl makes a user unit's cgroup while it runs.
+  const userManager = path.join(root, 'sys/fs/cgroup/user.slice/user-0.slice/user@0.service');
+  fs.mkdirSync(userManager, { recursive: true });
+  fs.writeFileSync(path.join(root, 'sys/fs/cgroup/cgroup.controllers'), 'cpuset cpu io memory hugetlb pids rdma misc\n');
+  fs.writeFileSync(path.join(userManager, 'cgroup.controllers'), 'cpu memory pids\n');
 
   const { ca, dist } = await nodeSource(options.arch);
   const mcp = { url: '', requests: 0, token: SECRETS.mcpToken };
@@ -120,7 +126,11 @@ export async function makeSandbox(options: { os?: string; arch?: 'x64' | 'arm64'
       return false;
     }
   };
-  const health = await listen((req, res) => (unhealthy() ? res.writeHead(503).end('{"ok":false}') : res.writeHead(req.url === '/healthz' ? 200 : 404).end('{"ok":true,"status":"live"}')));
+  const health = await listen((req, res) => {
+    // SERVICE_QMD_HEALTH_URL: QMD's MCP server, which does not answer while $state/qmd-down exists.
+    if (req.url === '/qmd/health') return void (fs.existsSync(path.join(state, 'qmd-down')) ? res.writeHead(503).end() : res.writeHead(200).end('{"status":"ok","uptime":1}'));
+    return void (unhealthy() ? res.writeHead(503).end('{"ok":false}') : res.writeHead(req.url === '/healthz' ? 200 : 404).end('{"ok":true,"status":"live"}'));
+  });
 
   const sandbox: Sandbox = {
     root,
@@ -140,6 +150,7 @@ export async function makeSandbox(options: { os?: string; arch?: 'x64' | 'arm64'
         SERVICE_MCP_URL: mcp.url,
         SERVICE_AI_GATEWAY_URL: 'http://127.0.0.1:9/v1',
         SERVICE_HEALTH_URL: `${health.url}/healthz`,
+        SERVICE_QMD_HEALTH_URL: `${health.url}/qmd/health`,
         // The stand-in answers at once; on a loaded machine its answer may still take seconds.
         SERVICE_HEALTH_TIMEOUT_MS: String(budget(60_000)),
         ...extra,

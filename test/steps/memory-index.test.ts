@@ -40,7 +40,7 @@ describe('QMD memory', () => {
     expect(cpu).toEqual(process.arch === 'arm64' ? ['@node-llama-cpp/linux-arm64@3.20.0', 'sqlite-vec-linux-arm64@0.1.9'] : ['@node-llama-cpp/linux-x64@3.20.0', 'sqlite-vec-linux-x64@0.1.9']);
     expect(JSON.parse(sb.read(`${LAYOUT.qmdPrefix.slice(1)}/package.json`)!).allowScripts).toEqual({ 'better-sqlite3': true, 'node-llama-cpp': true });
     const cfg = JSON.parse(sb.read(LAYOUT.runtimeConfig.slice(1))!);
-    expect(cfg.mcp.servers.qmd).toEqual({ command: LAYOUT.qmdBin, args: ['mcp'], transport: 'stdio' });
+    expect(cfg.mcp.servers.qmd).toEqual({ url: 'http://127.0.0.1:18788/mcp', transport: 'streamable-http' });
   });
 
   it('creates the collection over the memory files, refreshes it, keeps it private, starts the timer; a re-run does nothing', async () => {
