@@ -14,7 +14,7 @@ import { planFile } from '../pipeline/files.js';
 import type { RunResult } from '../host/exec.js';
 import { gatewayUnitFile } from '../steps/gateway-service.js';
 import * as probes from './probes.js';
-import type { ServiceScope } from '../host/services.js';
+import type { ServiceScope, UnitResources } from '../host/services.js';
 import { missingPackages } from '../host/apt.js';
 import { readOs } from '../host/os.js';
 import { browserFor } from '../steps/browser.js';
@@ -26,6 +26,7 @@ export interface UnitState {
   active: boolean;
   enabled: boolean;
   mainPid?: number;
+  resources: UnitResources;
 }
 
 export interface Listener {
@@ -131,8 +132,8 @@ export class DoctorContext {
   unit(scope: ServiceScope, name: string): Promise<UnitState> {
     return this.once(`unit:${scope}:${name}`, async () => {
       const { services } = this.host;
-      const [active, enabled, mainPid] = await Promise.all([services.isActive(scope, name), services.isEnabled(scope, name), services.mainPid(scope, name)]);
-      return { active, enabled, mainPid };
+      const [active, enabled, mainPid, resources] = await Promise.all([services.isActive(scope, name), services.isEnabled(scope, name), services.mainPid(scope, name), services.resources(scope, name)]);
+      return { active, enabled, mainPid, resources };
     });
   }
 

@@ -94,24 +94,18 @@ export class Services {
         active: ACTIVE_STATES.includes(props.get('ActiveState') ?? ''),
         enabled: ENABLED_STATES.includes(props.get('UnitFileState') ?? ''),
         mainPid: pid > 0 ? pid : undefined,
+        resources: { memoryMax: props.get('MemoryMax'), memoryHigh: props.get('MemoryHigh'), memoryCurrent: props.get('MemoryCurrent'), controlGroup: props.get('ControlGroup') },
       });
     });
     return states;
   }
 
   /**
-   * Properties of one unit as its manager reports them (`systemctl show --property=...`),
-   * e.g. the MemoryMax it computed from a percentage; empty when the manager does not answer.
+   * What the manager applies to a unit's resources (the MemoryMax it computed from a
+   * percentage, its cgroup), raw; asked in the same batched `systemctl show` as the state.
    */
-  async properties(scope: ServiceScope, unit: string, names: readonly string[]): Promise<Map<string, string>> {
-    const result = await this.systemctl(scope, ['show', `--property=${names.join(',')}`, unit], true).catch(() => undefined);
-    const props = new Map<string, string>();
-    if (!result || result.exitCode !== 0) return props;
-    for (const line of result.stdout.split('\n')) {
-      const eq = line.indexOf('=');
-      if (eq > 0 && names.includes(line.slice(0, eq))) props.set(line.slice(0, eq), line.slice(eq + 1));
-    }
-    return props;
+  async resources(scope: ServiceScope, unit: string): Promise<UnitResources> {
+    return (await this.state(scope, unit)).resources;
   }
 
   async daemonReload(scope: ServiceScope): Promise<void> {
@@ -147,17 +141,26 @@ export class Services {
   }
 }
 
+/** As `systemctl show` prints them: bytes, `infinity`, `[not set]`; undefined when not reported. */
+export interface UnitResources {
+  memoryMax?: string;
+  memoryHigh?: string;
+  memoryCurrent?: string;
+  controlGroup?: string;
+}
+
 interface UnitState {
   active: boolean;
   enabled: boolean;
   mainPid?: number;
+  resources: UnitResources;
 }
 interface Waiting {
   resolve(state: UnitState): void;
   reject(error: unknown): void;
 }
-const STOPPED: UnitState = { active: false, enabled: false };
-const SHOWN = ['ActiveState', 'UnitFileState', 'MainPID'];
+const STOPPED: UnitState = { active: false, enabled: false, resources: {} };
+const SHOWN = ['ActiveState', 'UnitFileState', 'MainPID', 'MemoryMax', 'MemoryHigh', 'MemoryCurrent', 'ControlGroup'];
 /** The ActiveStates `systemctl is-active` succeeds for. */
 const ACTIVE_STATES = ['active', 'reloading', 'refreshing'];
 /** The UnitFileStates `systemctl is-enabled` succeeds for. */

@@ -327,6 +327,65 @@ describe('each check: broken fixture fails (or warns) with its fix; healthy pass
     expect([missing.status, missing.message]).toEqual(['fail', expect.stringMatching(/QMD has no "memory" collection/)]);
   });
 
+  it('memory: QMD\'s MCP server stopped, or running without answering, fails naming its unit and log', async () => {
+    const recent = new Date(Date.now() - 5 * 60_000);
+    fs.utimesSync(path.join(sb.root, LAYOUT.qmdRefreshStamp), recent, recent);
+    expect((await check('memory')).message).toMatch(/served by qmd-mcp\.service/);
+    state('qmd-down');
+    const silent = await check('memory');
+    expect([silent.status, silent.message]).toEqual(['fail', expect.stringMatching(/qmd-mcp\.service runs but http:\/\/127\.0\.0\.1:\d+\/qmd\/health does not answer: HTTP 503/)]);
+    expect(silent.commands).toEqual(['XDG_RUNTIME_DIR=/run/user/0 systemctl --user restart qmd-mcp.service', 'XDG_RUNTIME_DIR=/run/user/0 journalctl --user -u qmd-mcp.service -n 50 --no-pager']);
+    fs.rmSync(path.join(sb.state, 'user-qmd-mcp.service.active'));
+    const stopped = await check('memory');
+    expect([stopped.status, stopped.message]).toEqual(['fail', expect.stringMatching(/qmd-mcp\.service is not running: the agent's memory tools \(qmd__query, qmd__get\) fail/)]);
+    expect(stopped.commands?.[0]).toBe('XDG_RUNTIME_DIR=/run/user/0 systemctl --user enable --now qmd-mcp.service');
+  });
+
+  describe('gateway-memory: the bound the unit carries, and whether the kernel holds it', () => {
+    const managerCg = 'sys/fs/cgroup/user.slice/user-0.slice/user@0.service';
+    const gatewayCg = `${managerCg}/app.slice/${LAYOUT.gatewayUnit}`;
+    const restart = () => sb.systemctl('--user', 'restart', LAYOUT.gatewayUnit);
+
+    it('in effect under cgroup v2 with the memory controller delegated: passes with the bytes systemd computed (75% of 4 GiB)', async () => {
+      const report = await check('gateway-memory');
+      expect([report.status, report.message]).toEqual(['pass', expect.stringMatching(/^MemoryMax 3\.00 GiB \(75% of memory\), MemoryHigh 2\.60 GiB, in effect \(\/sys\/fs\/cgroup\/user\.slice\/.*\/openclaw-gateway\.service\/memory\.max\)/)]);
+      expect(fs.readFileSync(path.join(sb.root, gatewayCg, 'memory.max'), 'utf8').trim()).toBe(String(3 * 2 ** 30));
+    });
+
+    it('root\'s user manager without the memory controller: warns, naming user@0.service\'s delegation and the drop-in that restores it', async () => {
+      fs.writeFileSync(path.join(sb.root, managerCg, 'cgroup.controllers'), 'cpu pids\n');
+      await restart();
+      const report = await check('gateway-memory');
+      expect(report.status).toBe('warn');
+      expect(report.message).toMatch(/MemoryMax 3\.00 GiB .* configured, not in effect: root's user manager has no memory controller .*"cpu pids".*user@0\.service does not delegate it/);
+      expect(report.commands).toEqual(expect.arrayContaining([expect.stringMatching(/user@0\.service\.d.*Delegate=pids memory cpu/)]));
+    });
+
+    it('the legacy hierarchy (cgroup v1): warns without a limit file, passes with one that holds the bound', async () => {
+      fs.rmSync(path.join(sb.root, 'sys/fs/cgroup/cgroup.controllers'));
+      const legacy = await check('gateway-memory');
+      expect([legacy.status, legacy.message]).toEqual(['warn', expect.stringMatching(/legacy cgroup hierarchy .*systemd applies memory limits of user services only under cgroup v2/)]);
+      const v1 = path.join(sb.root, 'sys/fs/cgroup/memory/user.slice/user-0.slice/user@0.service/app.slice', LAYOUT.gatewayUnit);
+      fs.mkdirSync(v1, { recursive: true });
+      fs.writeFileSync(path.join(v1, 'memory.limit_in_bytes'), `${3 * 2 ** 30}\n`);
+      expect((await check('gateway-memory')).message).toMatch(/in effect \(\/sys\/fs\/cgroup\/memory\/user\.slice/);
+    });
+
+    it('a cgroup that holds another limit than the unit\'s warns; a unit without MemoryMax fails', async () => {
+      fs.writeFileSync(path.join(sb.root, gatewayCg, 'memory.max'), 'max\n');
+      expect((await check('gateway-memory')).message).toMatch(/configured, not in effect: \/sys\/fs\/cgroup\/.*\/memory\.max holds max, not the unit's 3221225472/);
+      sb.write(LAYOUT.gatewayUnitFile, sb.read(LAYOUT.gatewayUnitFile)!.replace(/^Memory(High|Max)=.*\n/gm, ''));
+      const none = await check('gateway-memory');
+      expect([none.status, none.message]).toEqual(['fail', expect.stringMatching(/has no memory bound \(MemoryMax=infinity\)/)]);
+      expect(none.fix).toMatch(/MemoryMax=75%/);
+    });
+
+    it('skips while the gateway is stopped (gateway-service reports that)', async () => {
+      await sb.systemctl('--user', 'stop', LAYOUT.gatewayUnit);
+      expect((await check('gateway-memory')).status).toBe('skip');
+    });
+  });
+
   it('mesh: a hostname other than the configured one fails with the set command', async () => {
     state('ts-up', 'something-else\n');
     const report = await check('mesh');

@@ -70,7 +70,7 @@ describe('the read-only host (check mode by construction)', () => {
 
   it('refuses service changes, locks and downloads; reads pass', async () => {
     const { root, ro, marker } = sandboxHost();
-    for (const name of methodsOf(Services.prototype).filter((m) => !['isActive', 'isEnabled', 'mainPid'].includes(m))) {
+    for (const name of methodsOf(Services.prototype).filter((m) => !['isActive', 'isEnabled', 'mainPid', 'resources'].includes(m))) {
       expect(() => (ro.services as unknown as Record<string, (...a: unknown[]) => unknown>)[name]!('user', 'x.service'), name).toThrow(CheckModeViolation);
     }
     expect(await ro.services.isActive('system', 'nginx')).toBe(true); // the stand-in says active
@@ -80,7 +80,7 @@ describe('the read-only host (check mode by construction)', () => {
     expect(() => ro.net.download('https://example.invalid/x', path.join(root, 'x'))).toThrow(CheckModeViolation);
     expect(methodsOf(Net.prototype).filter((m) => !['request', 'open'].includes(m))).toEqual(['download']);
     expect(() => ro.log.attachFile(path.join(root, 'log'))).toThrow(CheckModeViolation);
-    expect(fs.readFileSync(marker, 'utf8')).toBe('systemctl show --property=ActiveState,UnitFileState,MainPID nginx\n');
+    expect(fs.readFileSync(marker, 'utf8')).toBe('systemctl show --property=ActiveState,UnitFileState,MainPID,MemoryMax,MemoryHigh,MemoryCurrent,ControlGroup nginx\n');
     expect(fs.existsSync(path.join(root, 'run'))).toBe(false);
   });
 

@@ -44,7 +44,7 @@ for a in "$@"; do
 done
 `,
   );
-  const unit = (name: string, active: string, file: string, pid = 0) => fs.writeFileSync(path.join(states, name), `ActiveState=${active}\nUnitFileState=${file}\nMainPID=${pid}\n`);
+  const unit = (name: string, active: string, file: string, pid = 0, more = '') => fs.writeFileSync(path.join(states, name), `ActiveState=${active}\nUnitFileState=${file}\nMainPID=${pid}\n${more}`);
   const calls = () => (fs.existsSync(log) ? fs.readFileSync(log, 'utf8').trim().split('\n') : []);
   return { host: createHost({ env: { PATH: `${bin}:/usr/bin:/bin` }, quiet: true }), unit, calls, dpkg: (names: string[]) => fs.writeFileSync(path.join(states, 'dpkg'), `${names.join('\n')}\n`) };
 }
@@ -63,7 +63,7 @@ describe('services: the questions asked together are one systemctl show', () => 
       h.services.isActive('user', 'nothing.service'),
     ]);
     expect([gatewayActive, gatewayEnabled, pid, timerActive, timerEnabled, unknown]).toEqual([true, true, 4242, false, false, false]);
-    expect(calls()).toEqual(['systemctl --user show --property=ActiveState,UnitFileState,MainPID gateway.service timer.timer nothing.service']);
+    expect(calls()).toEqual(['systemctl --user show --property=ActiveState,UnitFileState,MainPID,MemoryMax,MemoryHigh,MemoryCurrent,ControlGroup gateway.service timer.timer nothing.service']);
   });
 
   it('succeeds for the states `systemctl is-active` and `is-enabled` succeed for, and only those', async () => {
@@ -94,14 +94,25 @@ describe('services: the questions asked together are one systemctl show', () => 
     await Promise.all([h.services.isActive('system', 'cron'), h.services.isActive('user', 'gateway.service')]);
     const made = calls();
     expect(made.slice(0, 2)).toEqual([
-      'systemctl --user show --property=ActiveState,UnitFileState,MainPID gateway.service',
-      'systemctl --user show --property=ActiveState,UnitFileState,MainPID gateway.service',
+      'systemctl --user show --property=ActiveState,UnitFileState,MainPID,MemoryMax,MemoryHigh,MemoryCurrent,ControlGroup gateway.service',
+      'systemctl --user show --property=ActiveState,UnitFileState,MainPID,MemoryMax,MemoryHigh,MemoryCurrent,ControlGroup gateway.service',
     ]);
     // The last two run at the same time: a busy machine may record either one first.
     expect(made.slice(2).sort()).toEqual([
-      'systemctl --user show --property=ActiveState,UnitFileState,MainPID gateway.service',
-      'systemctl show --property=ActiveState,UnitFileState,MainPID cron',
+      'systemctl --user show --property=ActiveState,UnitFileState,MainPID,MemoryMax,MemoryHigh,MemoryCurrent,ControlGroup gateway.service',
+      'systemctl show --property=ActiveState,UnitFileState,MainPID,MemoryMax,MemoryHigh,MemoryCurrent,ControlGroup cron',
     ]);
+  });
+
+  it('the resource control the manager applies (MemoryMax computed from a percentage, the cgroup) comes in the same answer', async () => {
+    const { host: h, unit, calls } = host();
+    const cgroup = '/user.slice/user-0.slice/user@0.service/app.slice/gateway.service';
+    unit('gateway.service', 'active', 'enabled', 4242, `MemoryMax=3221225472\nMemoryHigh=2791728742\nMemoryCurrent=512000000\nControlGroup=${cgroup}\n`);
+    const [active, resources, unknown] = await Promise.all([h.services.isActive('user', 'gateway.service'), h.services.resources('user', 'gateway.service'), h.services.resources('user', 'nothing.service')]);
+    expect(active).toBe(true);
+    expect(resources).toEqual({ memoryMax: '3221225472', memoryHigh: '2791728742', memoryCurrent: '512000000', controlGroup: cgroup });
+    expect(unknown).toEqual({ memoryMax: undefined, memoryHigh: undefined, memoryCurrent: undefined, controlGroup: undefined });
+    expect(calls()).toHaveLength(1);
   });
 
   it('a manager that cannot be reached: nothing active or enabled, no pid, as is-active and is-enabled said', async () => {

@@ -6,7 +6,6 @@ import { fail, pass, skip, warn, type Check } from '../types.js';
 const CGROUP_ROOT = '/sys/fs/cgroup';
 /** The kernel keeps a limit in whole pages (up to 64 KiB on arm64): systemd's bytes rounded down. */
 const PAGE_SLACK = 64 * 1024;
-const SHOW = ['MemoryMax', 'MemoryHigh', 'ControlGroup', 'MemoryCurrent'] as const;
 
 export type BoundInEffect =
   | { inEffect: true; file: string; bytes: number }
@@ -24,7 +23,8 @@ const number = (text: string | undefined) => (text !== undefined && /^\d+$/.test
 export async function memoryBoundInEffect(host: Host, cgroup: string, maxBytes: number): Promise<BoundInEffect> {
   const unified = await host.files.exists(`${CGROUP_ROOT}/cgroup.controllers`);
   const file = unified ? `${CGROUP_ROOT}${cgroup}/memory.max` : `${CGROUP_ROOT}/memory${cgroup}/memory.limit_in_bytes`;
-  const value = number(await host.files.read(file).catch(() => undefined));
+  const raw = (await host.files.read(file).catch(() => undefined))?.trim();
+  const value = number(raw);
   if (value !== undefined && value <= maxBytes && maxBytes - value < PAGE_SLACK) return { inEffect: true, file, bytes: value };
   const manager = /^(.*\/user@0\.service)(\/|$)/.exec(cgroup)?.[1];
   if (unified) {
@@ -43,14 +43,14 @@ export async function memoryBoundInEffect(host: Host, cgroup: string, maxBytes: 
     }
     return {
       inEffect: false,
-      why: value === undefined ? `${file} is missing (no memory controller in this cgroup)` : `${file} holds ${value}, not the unit's ${maxBytes}`,
+      why: raw === undefined ? `${file} is missing (no memory controller in this cgroup)` : `${file} holds ${raw}, not the unit's ${maxBytes}`,
       fix: 'restart the gateway so systemd applies its unit again; if it stays so, the server (a container VPS) gives this cgroup no memory controller',
       commands: ['service-deploy gateway restart', `cat ${CGROUP_ROOT}${manager ?? ''}/cgroup.controllers`],
     };
   }
   return {
     inEffect: false,
-    why: `this server runs the legacy cgroup hierarchy (no ${CGROUP_ROOT}/cgroup.controllers)${value === undefined ? ', where no memory limit exists for the unit' : `, and ${file} holds ${value}`}: systemd applies memory limits of user services only under cgroup v2`,
+    why: `this server runs the legacy cgroup hierarchy (no ${CGROUP_ROOT}/cgroup.controllers)${raw === undefined ? ', where no memory limit exists for the unit' : `, and ${file} holds ${raw}`}: systemd applies memory limits of user services only under cgroup v2`,
     fix: 'boot with the unified cgroup hierarchy (cgroup v2, the default of Ubuntu 22.04 and 24.04): remove systemd.unified_cgroup_hierarchy=0 from the kernel command line; a container VPS gets what its host gives',
     commands: ['cat /proc/cmdline', 'stat -fc %T /sys/fs/cgroup'],
   };
@@ -66,22 +66,23 @@ export const gatewayMemoryCheck: Check = {
   title: 'Gateway memory bound (in effect in its cgroup)',
   async run(ctx) {
     const { host } = ctx;
-    if (!(await ctx.gatewayActive())) return skip(`${LAYOUT.gatewayUnit} is not running (the gateway-service check says why)`);
-    const props = await host.services.properties('user', LAYOUT.gatewayUnit, SHOW);
-    const maxBytes = number(props.get('MemoryMax'));
-    const cgroup = props.get('ControlGroup') ?? '';
+    const { active, resources } = await ctx.unit('user', LAYOUT.gatewayUnit);
+    if (!active) return skip(`${LAYOUT.gatewayUnit} is not running (the gateway-service check says why)`);
+    const maxBytes = number(resources.memoryMax);
+    const cgroup = resources.controlGroup ?? '';
     if (maxBytes === undefined) {
       return fail(
-        `${LAYOUT.gatewayUnit} has no memory bound (MemoryMax=${props.get('MemoryMax') || 'unknown'}): a leak takes the whole server down instead of restarting the agent`,
+        `${LAYOUT.gatewayUnit} has no memory bound (MemoryMax=${resources.memoryMax || 'unknown'}): a leak takes the whole server down instead of restarting the agent`,
         `re-run the install, which writes the unit with MemoryMax=${GATEWAY_MEMORY.max}; a drop-in that sets MemoryMax=infinity undoes it`,
         { commands: [`XDG_RUNTIME_DIR=/run/user/0 systemctl --user cat ${LAYOUT.gatewayUnit}`, 'service-deploy install'] },
       );
     }
-    const bound = `MemoryMax ${gib(maxBytes)} (${GATEWAY_MEMORY.max} of memory)${number(props.get('MemoryHigh')) ? `, MemoryHigh ${gib(number(props.get('MemoryHigh'))!)}` : ''}`;
+    const high = number(resources.memoryHigh);
+    const bound = `MemoryMax ${gib(maxBytes)} (${GATEWAY_MEMORY.max} of memory)${high !== undefined ? `, MemoryHigh ${gib(high)}` : ''}`;
     if (!cgroup.startsWith('/')) return warn(`${bound} configured, but systemd reports no cgroup for ${LAYOUT.gatewayUnit}`, 'restart the gateway and run doctor again', { commands: ['service-deploy gateway restart'] });
     const effect = await memoryBoundInEffect(host, cgroup, maxBytes);
     if (!effect.inEffect) return warn(`${bound} configured, not in effect: ${effect.why}`, effect.fix, { commands: effect.commands });
-    const current = number(props.get('MemoryCurrent'));
+    const current = number(resources.memoryCurrent);
     return pass(`${bound}, in effect (${effect.file})${current !== undefined ? `; the unit uses ${gib(current)} now` : ''}`);
   },
 };
