@@ -64,4 +64,15 @@ describe.sequential(`the older bound: ${world.release}`, () => {
     expect((await scanWorldReadable(world.container, world.secrets)).files).toEqual([]);
     expect(await filesWithSecrets(world.container, world.secrets, ['/var/log/service-deploy/install.log'])).toEqual([]);
   });
+
+  step("2. the oldest systemd's facts for the gateway's memory bound (issue 26): user@.service delegates the memory controller to user managers", 60_000, async () => {
+    const facts = await world.container.ok(`printf 'systemd %s; ' "$(systemctl --version | sed -n '1s/^systemd \\([0-9]*\\).*/\\1/p')"
+printf 'user@.service %s; ' "$(grep -h '^Delegate=' /lib/systemd/system/user@.service /usr/lib/systemd/system/user@.service 2>/dev/null | head -n 1)"
+printf 'user@0.service DelegateControllers=%s; ' "$(systemctl show -p DelegateControllers --value user@0.service)"
+printf '/sys/fs/cgroup is %s' "$(stat -fc %T /sys/fs/cgroup)"`);
+    log(`memory bound facts: ${facts}`);
+    world.notes.push(`memory bound facts: ${facts}`);
+    report.memoryBoundFacts = facts;
+    expect(facts).toMatch(/user@\.service Delegate=.*\bmemory\b/);
+  });
 });

@@ -15,7 +15,7 @@ import { CHANNEL_PORT, GATEWAY_PORT, GATEWAY_UNIT, World, channelPost, log, seco
 import { runE2eDamages } from './damage.js';
 import { filesWithSecrets, scanWorldReadable } from './secrets.js';
 import { confinementStep } from './confinement.js';
-import { memoryAfterRestore, memoryAndHeartbeat } from './memory.js';
+import { describeFootprint, footprint, memoryAfterRestore, memoryAndHeartbeat, memoryBoundFacts, noProcessPerChat } from './memory.js';
 import { doctorWarnsLimits, limitsSkippedInContainer, meshPathRefusedEdgePathWorks } from './channel-edge.js';
 import { craftedArchivesOnRealRoot } from './crafted-archives.js';
 import { brokenUpgradeRollsBack, chatTraffic, consistentBackupOnServer, earlierReleaseInstalled, exchangesRestored, packBrokenBuild, restartDuringTurn, rollbackByHand, upgradeFromEarlierRelease } from './lifecycle.js';
@@ -166,6 +166,10 @@ done
 test -f /root/.config/systemd/user/${GATEWAY_UNIT}.d/service-env.conf && echo "ok drop-in"`);
     expect(envCheck.trim().split('\n')).toEqual(['ok SERVICE_CHANNEL_TOKEN', 'ok SERVICE_CHANNEL_KNOCK', 'ok SERVICE_TS_HOSTNAME', 'ok drop-in']);
     expect(await c.ok(`curl -fsS -o /dev/null -w '%{http_code}' http://127.0.0.1:${GATEWAY_PORT}/healthz`)).toBe('200');
+    // The deployment's memory at rest (issue 26): deployed, no chat yet.
+    const atRest = await footprint(world);
+    report.memoryAtRest = atRest;
+    log(`memory at rest: ${describeFootprint(atRest)}; server MemTotal ${(atRest.server.totalKiB / 1024).toFixed(0)} MiB, MemAvailable ${(atRest.server.availableKiB / 1024).toFixed(0)} MiB`);
     const listening = await c.ok(`ss -Hltnp`);
     expect(listening).toMatch(new RegExp(`:${CHANNEL_PORT}\\s.*nginx`));
     // The gateway itself listens on loopback only.
@@ -253,6 +257,11 @@ test -f /root/.config/systemd/user/${GATEWAY_UNIT}.d/service-env.conf && echo "o
 
   step('5b. memory: the real QMD finds a memory file through qmd mcp; display name; a heartbeat run is ok; the guard script runs', 15 * 60_000, async () => {
     report.memory = await memoryAndHeartbeat(world);
+  });
+
+  step('5c. no process per chat: 36 chats in distinct sessions add no process, every turn has the QMD tools, the agent\'s qmd__query reaches the resident QMD; the memory bound and what it depends on', 10 * 60_000, async () => {
+    report.processesOverChats = await noProcessPerChat(world, chat, token, knock, (report.memory as { memoryWord: string }).memoryWord);
+    report.memoryBound = await memoryBoundFacts(world);
   });
 
   step('6. tampering: doctor names each; guard restores the providers; doctor --fix the rest; doctor passes', 6 * 60_000, async () => {
