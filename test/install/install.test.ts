@@ -55,7 +55,7 @@ describe('install in a sandbox root', () => {
     expect(out.steps.map((s: { id: string }) => s.id)).toEqual([
       'preflight', 'package-lock', 'system-packages', 'node-runtime', 'agent-runtime', 'mesh-client', 'memory',
       'context-engine', 'mcp', 'browser', 'answers', 'channel-env', 'channel-plugin', 'channel-drop-in', 'channel-tls',
-      'channel-nginx', 'channel-limits', 'channel-port', 'runtime-secrets', 'runtime-config', 'gateway-service', 'memory-index', 'guard', 'manifest', 'health',
+      'channel-nginx', 'channel-limits', 'channel-port', 'runtime-secrets', 'runtime-config', 'gateway-service', 'memory-index', 'memory-service', 'guard', 'manifest', 'health',
     ]);
     // The channel endpoint is the catalog deploy's (or --channel's) only.
     expect(out.steps.filter((s: { status: string }) => s.status === 'skipped').map((s: { id: string }) => s.id)).toEqual([
@@ -323,7 +323,8 @@ describe('answers', () => {
       const result = await sb.install([...FIRST_INSTALL.args, ...args], { ...FIRST_INSTALL.env, ...env });
       expect(result.stderr).toMatch(message);
       expect(result.exitCode).toBe(2);
-      expect(fs.readdirSync(sb.root)).toEqual(['etc']);
+      // What the sandbox had before: os-release and the cgroup tree.
+      expect(fs.readdirSync(sb.root)).toEqual(['etc', 'sys']);
       expect(sb.calls()).toEqual([]);
     });
   }
@@ -336,7 +337,7 @@ describe('answers', () => {
       expect(result.stderr).toContain(field);
     }
     expect(result.stderr).toContain('SERVICE_API_KEY or --api-key-file');
-    expect(fs.readdirSync(sb.root)).toEqual(['etc']);
+    expect(fs.readdirSync(sb.root)).toEqual(['etc', 'sys']);
   });
 
   it('reads secrets from files and plain values from an answers file', async () => {

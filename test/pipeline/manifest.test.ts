@@ -48,6 +48,7 @@ function allFiles(root: string): string[] {
 /** Written by others than service-deploy (fixtures, systemd, npm's tree) or not ours to check (logs, the manifest itself). */
 const NOT_OURS = [
   /^\/etc\/os-release$/,
+  /^\/sys\//, // the machine's cgroup tree (systemd's, not a file the install writes)
   /^\/var\/lib\/systemd\/linger\//,
   /^\/var\/log\/service-deploy\//,
   /^\/var\/lib\/service-deploy\/manifest\.json$/,
