@@ -371,12 +371,19 @@ describe('each check: broken fixture fails (or warns) with its fix; healthy pass
       expect((await check('gateway-memory')).message).toMatch(/in effect \(\/sys\/fs\/cgroup\/memory\/user\.slice/);
     });
 
-    it('a cgroup that holds another limit than the unit\'s warns; a unit without MemoryMax fails', async () => {
+    it('a cgroup that holds another limit than the unit\'s warns; an edited unit is written again by --fix; a bound undone elsewhere fails', async () => {
       fs.writeFileSync(path.join(sb.root, gatewayCg, 'memory.max'), 'max\n');
       expect((await check('gateway-memory')).message).toMatch(/configured, not in effect: \/sys\/fs\/cgroup\/.*\/memory\.max holds max, not the unit's 3221225472/);
-      sb.write(LAYOUT.gatewayUnitFile, sb.read(LAYOUT.gatewayUnitFile)!.replace(/^Memory(High|Max)=.*\n/gm, ''));
+      const bound = sb.read(LAYOUT.gatewayUnitFile)!;
+      sb.write(LAYOUT.gatewayUnitFile, bound.replace(/^Memory(High|Max)=.*\n/gm, ''));
+      const edited = await check('gateway-memory');
+      expect([edited.status, edited.message, edited.fixable]).toEqual(['fail', expect.stringMatching(/is not the unit the install writes: its memory bound \(MemoryMax=75%\)/), true]);
+      // The unit file as the install writes it, and a drop-in that undoes the bound.
+      sb.write(LAYOUT.gatewayUnitFile, bound);
+      sb.write(`${LAYOUT.gatewayDropInDir}/memory.conf`, '[Service]\nMemoryMax=infinity\n');
       const none = await check('gateway-memory');
-      expect([none.status, none.message]).toEqual(['fail', expect.stringMatching(/has no memory bound \(MemoryMax=infinity\)/)]);
+      expect([none.status, none.fixable]).toEqual(['fail', false]);
+      expect(none.message).toMatch(/has no memory bound \(MemoryMax=infinity\)/);
       expect(none.fix).toMatch(/MemoryMax=75%/);
     });
 

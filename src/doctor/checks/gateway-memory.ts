@@ -1,6 +1,6 @@
 import type { Host } from '../../host/index.js';
 import { LAYOUT } from '../../layout.js';
-import { GATEWAY_MEMORY } from '../../steps/gateway-service.js';
+import { GATEWAY_MEMORY, gatewayUnitFile } from '../../steps/gateway-service.js';
 import { fail, pass, skip, warn, type Check } from '../types.js';
 
 const CGROUP_ROOT = '/sys/fs/cgroup';
@@ -59,13 +59,23 @@ export async function memoryBoundInEffect(host: Host, cgroup: string, maxBytes: 
 /**
  * The gateway's memory bound (issue 26 item 3): the unit carries it, and the kernel
  * applies it. A bound that is not in effect is a warning (the agent works, but a leak
- * takes the server down instead of restarting the agent), naming why.
+ * takes the server down instead of restarting the agent), naming why. A unit file that
+ * is not the one the install writes gets its bound back when the files action writes it
+ * again (as for gateway-sandbox).
  */
 export const gatewayMemoryCheck: Check = {
   id: 'gateway-memory',
   title: 'Gateway memory bound (in effect in its cgroup)',
   async run(ctx) {
     const { host } = ctx;
+    if (!(await host.files.exists(LAYOUT.gatewayUnitFile))) return skip(`${LAYOUT.gatewayUnitFile} is missing (see gateway-service)`);
+    if ((await host.files.read(LAYOUT.gatewayUnitFile)) !== gatewayUnitFile().content) {
+      if (!(await ctx.repairedByFiles(LAYOUT.gatewayUnitFile))) return skip(`${LAYOUT.gatewayUnitFile} is not the unit the install writes (see files)`);
+      return fail(`${LAYOUT.gatewayUnitFile} is not the unit the install writes: its memory bound (MemoryMax=${GATEWAY_MEMORY.max}) holds only when the unit is written again`, 'write the unit again (doctor --fix), reload the user units and restart the gateway', {
+        commands: ['service-deploy doctor --fix'],
+        action: 'files',
+      });
+    }
     const { active, resources } = await ctx.unit('user', LAYOUT.gatewayUnit);
     if (!active) return skip(`${LAYOUT.gatewayUnit} is not running (the gateway-service check says why)`);
     const maxBytes = number(resources.memoryMax);
