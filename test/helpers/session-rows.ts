@@ -1,8 +1,8 @@
 /**
  * An in-memory stand-in for the session rows of OpenClaw's plugin runtime
- * (`api.runtime.agent.session.getSessionEntry` / `patchSessionEntry`), for unit tests of
- * the service-channel plugin with a scripted runtime. It follows what the pinned
- * release does (checked in test/channel/sessions.test.ts against the real gateway): a
+ * (`api.runtime.agent.session.patchSessionEntry`), for unit tests of the
+ * service-channel plugin with a scripted runtime. It follows what the pinned release
+ * does (the real one: test/channel/sessions-gateway.test.ts): a
  * missing row is created from `fallbackEntry`, `update` sees the row and
  * `{ existingEntry }` (undefined for a new row), a key set to undefined is removed, and
  * `updatedAt` moves to now unless `preserveActivity`.
@@ -14,7 +14,6 @@ export interface SessionRows {
   /** Every patch, in order: the key and what the plugin returned from `update`. */
   patches: Array<{ sessionKey: string; patch: Record<string, unknown> | null }>;
   api: {
-    getSessionEntry(params: { agentId?: string; sessionKey: string }): SessionRow | undefined;
     patchSessionEntry(params: {
       agentId?: string;
       sessionKey: string;
@@ -34,7 +33,6 @@ export function sessionRows(now: () => number = () => Date.now()): SessionRows {
     rows,
     patches,
     api: {
-      getSessionEntry: ({ sessionKey }) => (rows.has(sessionKey) ? structuredClone(rows.get(sessionKey)!) : undefined),
       patchSessionEntry(params) {
         const run = queue.then(async () => {
           const existing = rows.get(params.sessionKey);
