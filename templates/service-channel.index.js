@@ -7,7 +7,9 @@
 // to the gateway, is handed back to the gateway as if the route did not exist). Auth is
 // the plugin's own (auth: "plugin"): bearer token + HMAC-signed timestamp and nonce.
 // The agent turn runs through api.runtime.agent.runEmbeddedAgent, which needs no
-// gateway operator scope (subagent.* would, and plugin-auth routes have none).
+// gateway operator scope (subagent.* would, and plugin-auth routes have none). Which
+// runtime session a portal session runs in, and when it starts fresh after idle days,
+// is decided in ./sessions.js.
 import { randomUUID } from "node:crypto";
 import net from "node:net";
 import path from "node:path";
@@ -23,6 +25,7 @@ import {
   verifyRequest,
 } from "./protocol.js";
 import { NonceStore } from "./nonce-store.js";
+import { admitMessage, idleLimitMs } from "./sessions.js";
 
 const PLUGIN_ID = "service-channel";
 const AGENT_ID = "main";
@@ -181,12 +184,23 @@ export function createHandler(api, store, options = {}) {
 
       const config = api.runtime.config.current();
       const sessionId = parsed.value.sessionId ?? randomUUID();
+      const sessionKey = `agent:${AGENT_ID}:${PLUGIN_ID}:${sessionId}`;
       const started = clock();
+      let turnSession;
+      try {
+        turnSession = await admitMessage(api, { agentId: AGENT_ID, sessionKey, nowMs: started, idleLimit: idleLimitMs(config) });
+      } catch (error) {
+        log.error?.(`${PLUGIN_ID}: session store: cannot record a message in session ${sessionId}: ${error?.message ?? error}`);
+        return sendError(res, 503, "agent_unavailable", "the agent could not answer; try again later", { "retry-after": "5" });
+      }
+      if (turnSession.previousSessionId !== undefined) {
+        log.info?.(`${PLUGIN_ID}: session ${sessionId} was idle ${Math.floor(turnSession.idleMs / 60000)} min: continues as a new conversation (runtime session ${turnSession.previousSessionId} -> ${turnSession.sessionId})`);
+      }
       let result;
       try {
         result = await api.runtime.agent.runEmbeddedAgent({
-          sessionId,
-          sessionKey: `agent:${AGENT_ID}:${PLUGIN_ID}:${sessionId}`,
+          sessionId: turnSession.sessionId,
+          sessionKey,
           agentId: AGENT_ID,
           runId: randomUUID(),
           workspaceDir: api.runtime.agent.resolveAgentWorkspaceDir(config, AGENT_ID),

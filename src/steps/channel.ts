@@ -167,6 +167,7 @@ export const PLUGIN_FILES: Record<string, string> = {
   'index.js': 'service-channel.index.js',
   'protocol.js': 'service-channel.protocol.js',
   'nonce-store.js': 'service-channel.nonce-store.js',
+  'sessions.js': 'service-channel.sessions.js',
 };
 
 export function pluginFiles(): DesiredFile[] {

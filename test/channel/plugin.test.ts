@@ -7,6 +7,7 @@ import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CHANNEL_PATH, newSecret, signRequest } from '../../src/channel/protocol.js';
 import { REPO } from '../helpers/binary.js';
+import { sessionRows } from '../helpers/session-rows.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
@@ -16,7 +17,7 @@ import { tempDir } from '../helpers/tmp.js';
  */
 // The plugin's files as the install lays them out (index.js imports ./protocol.js ...).
 const pluginDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sd-plugin-unit-'));
-for (const name of ['index.js', 'protocol.js', 'nonce-store.js', 'package.json']) fs.copyFileSync(path.join(REPO, 'templates', `service-channel.${name}`), path.join(pluginDir, name));
+for (const name of ['index.js', 'protocol.js', 'nonce-store.js', 'sessions.js', 'package.json']) fs.copyFileSync(path.join(REPO, 'templates', `service-channel.${name}`), path.join(pluginDir, name));
 const plugin = await import(pathToFileURL(path.join(pluginDir, 'index.js')).href);
 const { NonceStore } = await import(pathToFileURL(path.join(pluginDir, 'nonce-store.js')).href);
 
@@ -34,7 +35,7 @@ beforeAll(async () => {
     logger: { info() {}, warn() {}, error() {} },
     runtime: {
       config: { current: () => config },
-      agent: { resolveAgentWorkspaceDir: () => '/tmp', runEmbeddedAgent: async (p: { prompt: string }) => ({ payloads: [{ text: `reply to ${p.prompt}` }], meta }) },
+      agent: { session: sessionRows().api, resolveAgentWorkspaceDir: () => '/tmp', runEmbeddedAgent: async (p: { prompt: string }) => ({ payloads: [{ text: `reply to ${p.prompt}` }], meta }) },
     },
   };
   const handle = plugin.createHandler(api, new NonceStore(path.join(tempDir(), 'nonces.json')), { env: new Proxy({}, { get: (_, k: string) => env[k] }) });

@@ -112,6 +112,8 @@ export interface GatewayOptions {
 
 export interface RunningGateway {
   port: number;
+  /** The gateway process (`openclaw-gateway`): for its memory and the processes it starts. */
+  pid: number;
   url: string;
   stateDir: string;
   gatewayToken: string;
@@ -198,5 +200,5 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     }
     await new Promise((r) => setTimeout(r, 250));
   }
-  return { port, url: `http://127.0.0.1:${port}`, stateDir, gatewayToken, log, stop, env: { ...env } };
+  return { port, pid: child.pid!, url: `http://127.0.0.1:${port}`, stateDir, gatewayToken, log, stop, env: { ...env } };
 }

@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { REPO } from './binary.js';
+import { sessionRows } from './session-rows.js';
 import { tempDir } from './tmp.js';
 
 /**
@@ -26,7 +27,7 @@ export interface PluginUpstream {
 
 export async function startPluginUpstream(options: { token: string; edge: string; socket?: boolean; stateDir?: string }): Promise<PluginUpstream> {
   const dir = tempDir('sd-plugin-');
-  for (const name of ['index.js', 'protocol.js', 'nonce-store.js', 'package.json']) {
+  for (const name of ['index.js', 'protocol.js', 'nonce-store.js', 'sessions.js', 'package.json']) {
     fs.copyFileSync(path.join(REPO, 'templates', `service-channel.${name}`), path.join(dir, name));
   }
   const plugin = await import(pathToFileURL(path.join(dir, 'index.js')).href);
@@ -39,6 +40,7 @@ export async function startPluginUpstream(options: { token: string; edge: string
     runtime: {
       config: { current: () => config },
       agent: {
+        session: sessionRows().api,
         resolveAgentWorkspaceDir: () => dir,
         runEmbeddedAgent: async (p: { prompt: string }) => {
           turns.push(p.prompt);

@@ -26,7 +26,7 @@ function finalState(sb: Sandbox) {
     answers: sb.read('var/lib/service-deploy/answers.json')?.replace(sb.mcp.url, 'MCP_URL'),
     unit: sb.read('root/.config/systemd/user/openclaw-gateway.service'),
     dropIn: sb.read('root/.config/systemd/user/openclaw-gateway.service.d/service-env.conf'),
-    plugin: ['index.js', 'protocol.js', 'nonce-store.js'].map((f) => sb.read(`root/.openclaw/extensions-local/service-channel/${f}`)),
+    plugin: ['index.js', 'protocol.js', 'nonce-store.js', 'sessions.js'].map((f) => sb.read(`root/.openclaw/extensions-local/service-channel/${f}`)),
     channelEnv: /^SERVICE_CHANNEL_TOKEN=\S{24,}$/m.test(sb.read('root/.openclaw/channel.env') ?? ''),
     tls: [Boolean(sb.read('etc/service-deploy/tls/channel.crt')), mode('etc/service-deploy/tls/channel.key')],
     nginxSite: (sb.read('etc/nginx/conf.d/service-channel.conf') ?? '').replace(/"[A-Za-z0-9._~+/=-]{24,}"/g, 'KNOCK'),
