@@ -60,6 +60,11 @@ describe('stores: every store against its bound or threshold', () => {
     expect(report.message).toMatch(/the sessions of agent main take \d+ KiB \(\/root\/\.openclaw\/agents\/main\), over their 64 KiB budget/);
     expect(report.message).not.toContain('agent other');
     expect(report.commands).toEqual(['openclaw sessions cleanup --agent main --dry-run', 'openclaw sessions cleanup --agent main --enforce']);
+    // A folder name that is not an agent id is never put into a command.
+    fill(`${STORE_PATHS.agentsDir}/x; rm -rf ~/agent/openclaw-agent.sqlite`, 80 * KiB);
+    const odd = await check('stores');
+    expect(odd.commands).toEqual(expect.arrayContaining(['openclaw sessions cleanup --all-agents --dry-run']));
+    expect(odd.commands!.some((c) => c.includes('rm -rf'))).toBe(false);
     expect(sessionBudget(undefined)).toBe(SESSION_DISK_BUDGET_BYTES);
     expect(sessionBudget({ session: { maintenance: { maxDiskBytes: SESSION_MAINTENANCE.maxDiskBytes } } })).toBe(512 * 1024 ** 2);
     expect(sessionBudget({ session: { maintenance: { maxDiskBytes: '1.5G' } } })).toBe(1.5 * 1024 ** 3);

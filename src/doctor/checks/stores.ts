@@ -60,6 +60,9 @@ export const STORE_PATHS = {
 /** A walk looks at this many entries at most (the sessions folder is bounded by the runtime's budget). */
 const WALK = { depth: 2, maxEntries: 20_000 };
 
+/** An agent id as OpenClaw writes its folder names. */
+const AGENT_ID = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+
 /** A SQLite database with its write-ahead log. */
 const sqlite = (file: string) => [file, `${file}-wal`];
 
@@ -112,9 +115,12 @@ async function sessions(ctx: DoctorContext): Promise<Measured[]> {
     return {
       summary,
       over: {
-        message: `the sessions of agent ${agent} take ${size(usage)} (${dir}), over their ${bytes(budget)} budget: the runtime's cleanup could not bring them down (pinned or running sessions, the newest 5000, and history it keeps are protected)`,
+        message: `the sessions of agent ${JSON.stringify(agent).slice(1, -1)} take ${size(usage)} (${dir}), over their ${bytes(budget)} budget: the runtime's cleanup could not bring them down (pinned or running sessions, the newest 5000, and history it keeps are protected)`,
         fix: 'see what the runtime would remove, then let it remove it (it keeps the newest sessions), or export and delete sessions no longer needed',
-        commands: [`openclaw sessions cleanup --agent ${agent} --dry-run`, `openclaw sessions cleanup --agent ${agent} --enforce`],
+        // A folder name is input from disk: only an id as OpenClaw writes them goes into a command.
+        commands: AGENT_ID.test(agent)
+          ? [`openclaw sessions cleanup --agent ${agent} --dry-run`, `openclaw sessions cleanup --agent ${agent} --enforce`]
+          : ['openclaw sessions cleanup --all-agents --dry-run', 'openclaw sessions cleanup --all-agents --enforce'],
       },
     };
   });
