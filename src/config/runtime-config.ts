@@ -116,6 +116,7 @@ export function desiredRuntimeConfig(existing: RuntimeConfig | undefined, settin
 
   const session = obj(config.session);
   config.session = { ...session, reset: { ...obj(session.reset), mode: 'idle', idleMinutes: RUNTIME_DEFAULTS.sessionIdleMinutes } };
+  config.session.maintenance = managedSessionMaintenance(session.maintenance);
 
   const mcp = obj(config.mcp);
   config.mcp = withManagedMcp({
@@ -249,6 +250,37 @@ function applyConfinement(config: Record<string, any>): void {
   }
 }
 // --------------------------------------------------------- end confinement (issue 20)
+// ---- the session store's bound (issue 26 item 3) ---------------------------------
+
+/** The sessions' disk budget below, in bytes (the doctor's `stores` check compares with it). */
+export const SESSION_DISK_BUDGET_BYTES = 512 * 1024 ** 2;
+
+/**
+ * The runtime's own maintenance of the per-agent session store (the SQLite rows and
+ * transcripts in agents/<id>/agent/openclaw-agent.sqlite, and agents/<id>/sessions/),
+ * made a bound that holds for months of portal chats (docs/operations.md, "Stores"):
+ *
+ * - maxDiskBytes: the pinned release's default is 10 GB, more than the 3 GiB free disk
+ *   preflight asks for, of which the deployment itself takes about half. 512 MiB leaves
+ *   room for the journal, the logs and a few backups (each holds this store).
+ * - pruneAfter: its default (30 d) archives an idle durable session "in place" with the
+ *   reason age-retention, and the disk budget never deletes those (only sessions the
+ *   maxEntries cap archived): every portal session would stay on disk forever. A span
+ *   no deployment reaches turns that off; then the cap (maxEntries, default 5000
+ *   unarchived sessions) archives the oldest, and the disk budget deletes them oldest
+ *   first. Portal sessions end after 7 idle days anyway (session.reset).
+ * - mode: enforce (the default, written so doctor names a change to warn-only).
+ */
+export const SESSION_MAINTENANCE = {
+  mode: 'enforce',
+  pruneAfter: '3650d',
+  maxDiskBytes: `${SESSION_DISK_BUDGET_BYTES / 1024 ** 2}mb`,
+} as const;
+
+export function managedSessionMaintenance(existing: unknown): Record<string, unknown> {
+  return { ...obj(existing), ...SESSION_MAINTENANCE };
+}
+// ---- end of the session store's bound ---------------------------------------------
 // ---- display name and heartbeat (issue 18 items 1 and 3) -------------------------
 // Kept together and apart from the rest so the install, the guard and doctor share one
 // definition of these managed settings.

@@ -29,6 +29,7 @@ import { pluginsCheck } from './checks/plugins.js';
 import { providersCheck } from './checks/providers.js';
 import { secretsCheck } from './checks/secrets.js';
 import { runtimeConfigCheck } from './checks/runtime-config.js';
+import { storesCheck } from './checks/stores.js';
 import { tlsCertCheck } from './checks/tls-cert.js';
 
 /** The checks, in the order they print (they run in parallel). Explicit, not discovered. */
@@ -61,6 +62,7 @@ export const CHECKS: readonly Check[] = [
   meshCheck,
   devicesCheck,
   diskCheck,
+  storesCheck,
   backupsCheck,
   packageLockCheck,
   filesCheck,

@@ -17,8 +17,16 @@ export class Logger {
     private readonly options: { verbose?: boolean; quiet?: boolean; stderr?: (line: string) => void } = {},
   ) {}
 
-  /** Appends every line to `realPath` (mode 0600, created if missing). */
-  attachFile(realPath: string): void {
+  /**
+   * Appends every line to `realPath` (mode 0600, created if missing). With
+   * `rotateAtBytes`, a file that has reached that size first becomes `<file>.1` (the
+   * previous `.1` is dropped): the file holds at most that much plus one run's lines.
+   */
+  attachFile(realPath: string, options: { rotateAtBytes?: number } = {}): void {
+    if (options.rotateAtBytes !== undefined) {
+      const info = fs.lstatSync(realPath, { throwIfNoEntry: false });
+      if (info?.isFile() && info.size >= options.rotateAtBytes) fs.renameSync(realPath, `${realPath}.1`);
+    }
     this.fd = fs.openSync(realPath, fs.constants.O_WRONLY | fs.constants.O_APPEND | fs.constants.O_CREAT, 0o600);
     fs.fchmodSync(this.fd, 0o600);
   }

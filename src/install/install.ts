@@ -17,6 +17,9 @@ import { nextSteps } from './summary.js';
 
 export type { InstallRequest } from './request.js';
 
+/** install.log becomes install.log.1 at the start of a run once it is this big (one old copy kept). */
+export const INSTALL_LOG_ROTATE_BYTES = 2 * 1024 * 1024;
+
 export interface InstallRun {
   host: Host;
   request: InstallRequest;
@@ -92,7 +95,7 @@ export async function installWithLock({ host: given, request, steps, lockHeld, q
     if (!check) {
       await sweepLeftovers(host);
       await host.files.ensureDir(LAYOUT.logDir, 0o700);
-      host.log.attachFile(host.paths.real(LAYOUT.installLog));
+      host.log.attachFile(host.paths.real(LAYOUT.installLog), { rotateAtBytes: INSTALL_LOG_ROTATE_BYTES });
       host.log.debug(`install started: customer ${answers.customerSlug}, model ${answers.modelId}, channel ${options.channel}`);
     }
     const started = Date.now();

@@ -30,7 +30,7 @@ export async function collectStatus(host: Host): Promise<StatusReport> {
     installedPackageVersion(host, `${PLUGIN_PREFIX}/node_modules`, components.losslessClaw.package),
     host.services.isActive('user', LAYOUT.gatewayUnit).catch(() => false),
     probeHealth(host),
-    meshStatus(host).catch(() => ({ installed: false, running: false, serving: false })),
+    meshStatus(host).catch(() => ({ installed: false, running: false, serving: false, keyExpired: false, tags: [] })),
     host.files.exists(LAYOUT.channelEnv),
   ]);
   const previous = await rollbackPoint(host);

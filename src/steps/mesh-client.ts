@@ -20,6 +20,15 @@ export interface MeshStatus {
   hostname?: string;
   dnsName?: string;
   serving: boolean;
+  /**
+   * When this node's key expires (`Self.KeyExpiry`, RFC 3339), absent when it never
+   * does (a tagged node, or key expiry disabled for it in the mesh's admin console).
+   */
+  keyExpiry?: string;
+  /** `Self.Expired`: the coordination server (or the client, past KeyExpiry) says the key expired. */
+  keyExpired: boolean;
+  /** `Self.Tags`: the ACL tags the node joined with (tagged nodes do not expire). */
+  tags: string[];
 }
 
 export async function meshStatus(host: Host): Promise<MeshStatus> {
@@ -30,9 +39,9 @@ export async function meshStatus(host: Host): Promise<MeshStatus> {
   ]);
   // Not installed: the command is missing (execa reports -1/127), not merely logged out.
   if (status.exitCode === 127 || status.exitCode === -1 || /not installed|command not found/i.test(status.stderr)) {
-    return { installed: false, running: false, serving: false };
+    return { installed: false, running: false, serving: false, keyExpired: false, tags: [] };
   }
-  let parsed: { BackendState?: string; Self?: { HostName?: string; DNSName?: string } } = {};
+  let parsed: { BackendState?: string; Self?: { HostName?: string; DNSName?: string; KeyExpiry?: unknown; Expired?: unknown; Tags?: unknown } } = {};
   try {
     parsed = JSON.parse(status.stdout || '{}');
   } catch {
@@ -44,6 +53,9 @@ export async function meshStatus(host: Host): Promise<MeshStatus> {
     hostname: parsed.Self?.HostName,
     dnsName: parsed.Self?.DNSName?.replace(/\.$/, ''),
     serving: serve.exitCode === 0 && serve.stdout.includes(`"${SERVE_TARGET}"`),
+    ...(typeof parsed.Self?.KeyExpiry === 'string' ? { keyExpiry: parsed.Self.KeyExpiry } : {}),
+    keyExpired: parsed.Self?.Expired === true,
+    tags: Array.isArray(parsed.Self?.Tags) ? parsed.Self.Tags.filter((t): t is string => typeof t === 'string') : [],
   };
 }
 

@@ -6,7 +6,8 @@ import type { Step } from '../pipeline/step.js';
 import { CHANNEL_PORT, GATEWAY_PORT } from '../layout.js';
 import { mcpTokenVerdict, rejectedTokenMessage } from './mcp.js';
 
-const MIN_FREE_DISK = 3 * 1024 ** 3;
+/** Free disk preflight asks for; the session store's budget (config/runtime-config.ts) is sized from it. */
+export const MIN_FREE_DISK = 3 * 1024 ** 3;
 const MIN_MEMORY = 1024 ** 3;
 /**
  * The oldest glibc the pinned components load on: QMD's SQLite is better-sqlite3 13,

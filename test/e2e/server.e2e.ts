@@ -22,6 +22,7 @@ import { brokenUpgradeRollsBack, chatTraffic, consistentBackupOnServer, earlierR
 import { QUICKSTART_WORLD, prepareQuickstart, runQuickstart, type QuickstartRun } from './quickstart.js';
 import { systemSnapshot, uninstallLeavesNothing, type SystemSnapshot } from './uninstall.js';
 import { signatureRefusedOnThisOpenssl } from './signature.js';
+import { storesOnServer } from './stores.js';
 
 const components = JSON.parse(fs.readFileSync(path.join(REPO, 'templates/components.json'), 'utf8'));
 const profile = JSON.parse(fs.readFileSync(path.join(REPO, 'templates/service-profile.json'), 'utf8'));
@@ -318,6 +319,10 @@ systemctl restart nginx || true`);
 
   defaultSuiteStep('6b. single damages (chmod, chown, truncate, delete, edits, stopped services, a downgrade): doctor names each, --fix repairs the fixable ones', 20 * 60_000, async () => {
     report.damages = await runE2eDamages(world);
+  });
+
+  step("6c. stores: logrotate rotates the channel's log (nginx reopens), the session budget in force, doctor's stores passes; the mesh node key expiring warns, expired fails", 5 * 60_000, async () => {
+    report.stores = await storesOnServer(world);
   });
 
   step('7. --reset-clean: backup holds config + workspace; runtime, mesh client, config, workspace gone; restore brings it back', 12 * 60_000, async () => {

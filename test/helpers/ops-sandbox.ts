@@ -121,11 +121,16 @@ export async function makeHealthySandbox(options: { channel?: boolean } = {}): P
   const state = (name: string, content = '') => fs.writeFileSync(path.join(sb.state, name), content);
   const browser = components.browser.ubuntu.package;
   state('dpkg-installed', ['tailscale', ...components.systemPackages, browser, ''].join('\n'));
+  // What two of those packages put where doctor looks (the apt-get stand-in writes the same).
+  write('/etc/logrotate.d/nginx', '/var/log/nginx/*.log {\n\tdaily\n\trotate 14\n\tcompress\n}\n');
+  write('/usr/sbin/logrotate', '#!/bin/sh\nexit 0\n', 0o755);
   state('system-cron.active');
   state('system-nginx.active');
   state('nginx-listens');
   state('ts-up', `${OPS_ANSWERS.meshHostname}\n`);
   state('ts-serve', `${SERVE_TARGET}\n`);
+  // Joined with an untagged key: it expires, far enough away for doctor to pass.
+  state('ts-key-expiry', new Date(Date.now() + 180 * 86_400_000).toISOString().replace(/\.\d+Z$/, 'Z'));
   state('user-openclaw-gateway.service.enabled');
   state('gateway-process');
   state('ss-output', [

@@ -58,6 +58,7 @@ const NOT_OURS = [
   /^\/opt\/service-deploy\/qmd\/package\.json$/, // npm records the dependencies in it
   /^\/opt\/service-deploy\/qmd\/node_modules\/(@node-llama-cpp\/linux-|sqlite-vec-linux-)/, // QMD's CPU build parts, npm's
   /^\/root\/\.(cache|config)\/qmd\//, // QMD's own index and collection config (its data, checked by doctor's memory check)
+  /^\/(etc\/logrotate\.d\/nginx|usr\/sbin\/logrotate)$/, // the packages' own files (the apt-get stand-in writes them)
 ];
 
 describe('install manifest', () => {
