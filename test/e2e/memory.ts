@@ -3,7 +3,12 @@
 // refresh timer, the display name, a heartbeat run with status ok, and the guard script
 // run the way SPEC 1.3 shows it. Hooked into server.e2e.ts as two steps.
 import { expect } from 'vitest';
-import { CUSTOMER, type World } from './harness.js';
+import fs from 'node:fs';
+import path from 'node:path';
+import { REPO } from '../helpers/binary.js';
+import { requestParts } from '../helpers/chat-completion.js';
+import { MAX_HEARTBEAT_REQUEST_BYTES } from '../helpers/heartbeat.js';
+import { CUSTOMER, log, type World } from './harness.js';
 
 const USER_ENV = 'XDG_RUNTIME_DIR=/run/user/0';
 const NODE = '/opt/service-deploy/node/bin/node';
@@ -123,7 +128,14 @@ export async function memoryAndHeartbeat(world: World): Promise<Record<string, u
   const calls = world.ai.requests.slice(before);
   expect(calls.length).toBeGreaterThan(0);
   expect(calls.every((r) => r.authorized)).toBe(true);
-  report.heartbeat = { modelCalls: calls.length, requestBytes: calls.map((r) => r.bytes), tools: calls.map((r) => r.tools) };
+  const heartbeatReport = { modelCalls: calls.length, requestBytes: calls.map((r) => r.bytes), tools: calls.map((r) => r.tools), models: calls.map((r) => r.model), parts: calls.map((r) => requestParts(r.body)) };
+  report.heartbeat = heartbeatReport;
+  log(`heartbeat requests on ${heartbeatReport.models.join(', ')}: ${JSON.stringify(heartbeatReport.parts)}`);
+  // On the profile's heartbeat model with its one tool: the MCP servers' tools (the
+  // service's tool server, QMD) stay with the chat (issue 26 item 6).
+  const heartbeatModelId = JSON.parse(fs.readFileSync(path.join(REPO, 'templates/service-profile.json'), 'utf8')).heartbeatModelId;
+  expect(calls.map((r) => [r.model, r.tools.join(' ')])).toEqual([[heartbeatModelId, 'session_status']]);
+  expect(calls[0]!.bytes).toBeLessThanOrEqual(MAX_HEARTBEAT_REQUEST_BYTES);
 
   // SPEC 1.3: "Run enforcer manually: bash /usr/local/bin/service-guard.sh".
   const guard = await c.sh('bash /usr/local/bin/service-guard.sh', { timeoutMs: 180_000 });
