@@ -24,6 +24,9 @@ const text = (max: number): Variable => ({ check: (v) => textProblem(v, max) });
 const slug: Variable = {
   check: (v) => textProblem(v, 64) ?? (SLUG.test(v) ? undefined : 'must be a lowercase slug (a-z, 0-9, -)'),
 };
+const modelId: Variable = {
+  check: (v) => textProblem(v, MAX_MODEL_ID_LENGTH) ?? (MODEL_ID.test(v) ? undefined : 'may contain only letters, digits and . _ : / @ -'),
+};
 const readableFile: Variable = {
   check: (v) => {
     const problem = textProblem(v, 4096);
@@ -69,9 +72,8 @@ export const VARIABLES: Record<string, Variable> = {
   SERVICE_PARTNER_API_URL: url,
   SERVICE_AI_GATEWAY_API: slug,
   SERVICE_GATEWAY_PROVIDER: slug,
-  SERVICE_DEFAULT_MODEL: {
-    check: (v) => textProblem(v, MAX_MODEL_ID_LENGTH) ?? (MODEL_ID.test(v) ? undefined : 'may contain only letters, digits and . _ : / @ -'),
-  },
+  SERVICE_DEFAULT_MODEL: modelId,
+  SERVICE_HEARTBEAT_MODEL: modelId,
   SERVICE_VOICE_PROVIDERS: {
     check: (v) => {
       const problem = textProblem(v, 200);

@@ -14,6 +14,7 @@ export const PROFILE_ENV = {
   SERVICE_AI_GATEWAY_API: 'aiGatewayApi',
   SERVICE_GATEWAY_PROVIDER: 'gatewayProviderName',
   SERVICE_DEFAULT_MODEL: 'defaultModelId',
+  SERVICE_HEARTBEAT_MODEL: 'heartbeatModelId',
   SERVICE_MCP_URL: 'mcpUrl',
   SERVICE_PARTNER_API_URL: 'partnerApiUrl',
   SERVICE_VOICE_PROVIDERS: 'voiceProviders',

@@ -24,13 +24,22 @@ const plainText = (max: number) =>
     }),
   );
 
+const modelId = z.pipe(plainText(MAX_MODEL_ID_LENGTH), z.string().check(z.regex(MODEL_ID, 'may contain only letters, digits and . _ : / @ -')));
+
 export const ServiceProfileSchema = z.object({
   serviceName: z.pipe(plainText(80), z.string().check(z.minLength(1))),
   setupUrl: httpsOrLoopbackUrl,
   aiGatewayUrl: httpsOrLoopbackUrl,
   aiGatewayApi: slug,
   gatewayProviderName: slug,
-  defaultModelId: z.pipe(plainText(MAX_MODEL_ID_LENGTH), z.string().check(z.regex(MODEL_ID, 'may contain only letters, digits and . _ : / @ -'))),
+  defaultModelId: modelId,
+  /**
+   * The model of the heartbeat (SPEC 2.7's 30-minute health check), on the same gateway
+   * provider: a smaller one than the chat's keeps the idle cost down
+   * (docs/components.md, "The heartbeat"). Optional: without it, or when it is the
+   * customer's chat model, the heartbeat runs on the chat model.
+   */
+  heartbeatModelId: z.optional(modelId),
   mcpUrl: httpsOrLoopbackUrl,
   partnerApiUrl: httpsOrLoopbackUrl,
   voiceProviders: z.tuple([slug, slug]),

@@ -58,14 +58,12 @@ export function serviceProvider(settings: Pick<ManagedSettings, 'answers' | 'pro
     baseUrl: profile.aiGatewayUrl,
     apiKey: SERVICE_API_KEY_REF,
     api: profile.aiGatewayApi,
-    models: [
-      {
-        id: answers.modelId,
-        name: answers.modelId,
-        contextWindow: RUNTIME_DEFAULTS.contextWindow,
-        maxTokens: RUNTIME_DEFAULTS.maxTokens,
-      },
-    ],
+    models: [answers.modelId, ...heartbeatOnlyModel(profile, answers.modelId)].map((id) => ({
+      id,
+      name: id,
+      contextWindow: RUNTIME_DEFAULTS.contextWindow,
+      maxTokens: RUNTIME_DEFAULTS.maxTokens,
+    })),
   };
 }
 
@@ -107,7 +105,6 @@ export function desiredRuntimeConfig(existing: RuntimeConfig | undefined, settin
     defaults: {
       ...defaults,
       model: { ...obj(defaults.model), primary: primaryModel(profile, answers.modelId) },
-      heartbeat: managedHeartbeat(defaults.heartbeat),
     },
   };
   if (answers.customerName !== undefined) setDisplayName(config, answers.customerName);
@@ -155,6 +152,7 @@ export function desiredRuntimeConfig(existing: RuntimeConfig | undefined, settin
     config.browser = { ...obj(config.browser), enabled: true, executablePath: settings.browserExecutable, headless: true, noSandbox: true };
   }
   applyConfinement(config);
+  applyManagedHeartbeat(config, { profile, modelId: answers.modelId });
   return config;
 }
 
@@ -281,17 +279,20 @@ export function managedSessionMaintenance(existing: unknown): Record<string, unk
   return { ...obj(existing), ...SESSION_MAINTENANCE };
 }
 // ---- end of the session store's bound ---------------------------------------------
-// ---- display name and heartbeat (issue 18 items 1 and 3) -------------------------
+// ---- display name and heartbeat (issue 18 items 1 and 3, issue 26 item 6) --------
 // Kept together and apart from the rest so the install, the guard and doctor share one
 // definition of these managed settings.
 
 /**
- * The heartbeat (spec 2.7: every 30 minutes, "the agent's health check") at the least
- * cost that keeps it running: `target: none` runs it internal-only (the pinned OpenClaw's
- * default target is the owner's DM, and this deployment has no messaging channel, so
- * every run was skipped with "no-route"); `lightContext` skips the workspace bootstrap
- * files and `isolatedSession` starts each run without the conversation history, so its
- * prompt does not grow with the conversation. docs/components.md has the measured cost.
+ * The heartbeat (spec 2.7: every 30 minutes, "the agent's health check"): a real model
+ * turn, at the least cost that keeps it one. `target: none` runs it internal-only (the
+ * pinned OpenClaw's default target is the owner's DM, and this deployment has no
+ * messaging channel, so every run was skipped with "no-route"); `lightContext` skips the
+ * workspace bootstrap files and `isolatedSession` starts each run without the
+ * conversation history, so its prompt does not grow with the conversation. No monitor
+ * scratch is written: the runtime's default prompt alone is the smallest (an empty
+ * scratch would skip the model call, which is no check). docs/components.md has the
+ * measured cost.
  */
 export const MANAGED_HEARTBEAT = {
   every: RUNTIME_DEFAULTS.heartbeatEvery,
@@ -300,8 +301,71 @@ export const MANAGED_HEARTBEAT = {
   isolatedSession: true,
 } as const;
 
-export function managedHeartbeat(existing: unknown): Record<string, unknown> {
-  return { ...obj(existing), ...MANAGED_HEARTBEAT };
+/**
+ * The tools of a heartbeat run on its own model (`tools.byProvider["<provider>/<model>"]`,
+ * the runtime's per-model restriction on top of the agent's policy; the heartbeat config
+ * has no tool list of its own). One tool, because the runtime refuses a run with none
+ * ("No callable tools remain") and then falls back to the chat model with all of them:
+ * `session_status`, read-only. Without the read tool the runtime also leaves the skills
+ * list and memory-recall guidance out of the system prompt. The chat keeps its tools:
+ * this applies only to runs on the heartbeat's model.
+ */
+export const HEARTBEAT_TOOL_POLICY = { allow: ['session_status'] } as const;
+
+export interface HeartbeatSettings {
+  profile: Pick<ServiceProfile, 'gatewayProviderName' | 'heartbeatModelId'>;
+  /** The customer's chat model (answers.modelId). */
+  modelId: string;
+}
+
+/**
+ * The profile's heartbeat model when it is not the chat model: the one extra model entry
+ * of the service provider. Compared without case, as the runtime matches byProvider keys:
+ * a restriction on "x" would also catch a chat model "X".
+ */
+function heartbeatOnlyModel(profile: HeartbeatSettings['profile'], modelId: string): string[] {
+  const id = profile.heartbeatModelId;
+  return id !== undefined && id.toLowerCase() !== modelId.toLowerCase() ? [id] : [];
+}
+
+/** `<provider>/<model>` of the heartbeat's own model, or undefined: the heartbeat runs on the chat model. */
+export function heartbeatModel(settings: HeartbeatSettings): string | undefined {
+  const [id] = heartbeatOnlyModel(settings.profile, settings.modelId);
+  return id === undefined ? undefined : `${settings.profile.gatewayProviderName}/${id}`;
+}
+
+/**
+ * agents.defaults.heartbeat as managed: the keys above, and `model` the heartbeat model
+ * on the one service provider or none (a model elsewhere would leave the gateway, SPEC
+ * 2.7). The user's other keys (activeHours, prompt...) stay.
+ */
+export function managedHeartbeat(existing: unknown, settings: HeartbeatSettings): Record<string, unknown> {
+  const { model: _model, ...rest } = obj(existing);
+  const model = heartbeatModel(settings);
+  return { ...rest, ...MANAGED_HEARTBEAT, ...(model === undefined ? {} : { model }) };
+}
+
+/**
+ * tools.byProvider as managed: the heartbeat model's entry is HEARTBEAT_TOOL_POLICY, and
+ * an entry of ours left from an earlier heartbeat model is removed (above all one on
+ * what is now the chat model, which would take the chat's tools away). The user's other
+ * entries stay. Undefined: no byProvider at all.
+ */
+export function managedToolsByProvider(existing: unknown, settings: HeartbeatSettings): Record<string, unknown> | undefined {
+  const model = heartbeatModel(settings);
+  const kept = Object.fromEntries(Object.entries(obj(existing)).filter(([key, policy]) => key === model || !sameConfig(policy, HEARTBEAT_TOOL_POLICY)));
+  const byProvider = model === undefined ? kept : { ...kept, [model]: structuredClone(HEARTBEAT_TOOL_POLICY) };
+  return Object.keys(byProvider).length > 0 ? byProvider : undefined;
+}
+
+/** Puts the managed heartbeat and its tool restriction in place (the install; the guard applies the same two functions in guard/managed.ts). */
+export function applyManagedHeartbeat(config: Record<string, any>, settings: HeartbeatSettings): void {
+  const agents = obj(config.agents);
+  const defaults = obj(agents.defaults);
+  config.agents = { ...agents, defaults: { ...defaults, heartbeat: managedHeartbeat(defaults.heartbeat, settings) } };
+  const { byProvider: existing, ...tools } = obj(config.tools);
+  const byProvider = managedToolsByProvider(existing, settings);
+  if (byProvider !== undefined || config.tools !== undefined) config.tools = { ...tools, ...(byProvider === undefined ? {} : { byProvider }) };
 }
 
 /** The agent entry whose identity the Control UI shows: the first configured one, else `main`. */

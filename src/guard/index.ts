@@ -112,7 +112,7 @@ async function enforce(host: Host, { answers, profile }: GuardInputs, options: G
     throw new DeployError(`${LAYOUT.runtimeConfig} is not valid JSON5: ${(error as Error).message}`, 'fix or move the file aside, then run `service-deploy install`; the guard does not overwrite a file it cannot read');
   }
   const routed = enforceRouting(current, answers, profile);
-  const managed = enforceManagedAgent(routed.config, answers);
+  const managed = enforceManagedAgent(routed.config, answers, profile);
   const config = managed.config;
   const restorations = [...routed.restorations, ...managed.restorations];
   const configChanged = restorations.length > 0;

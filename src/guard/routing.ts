@@ -50,7 +50,7 @@ const VENDOR_HOSTS = /(^|\.)(openai\.com|anthropic\.com|googleapis\.com|mistral\
  * only through the service's AI gateway, and what had to be put back.
  *
  * - models.providers holds exactly the service provider (base URL, API type, the
- *   configured model, its key as a reference to the secret source); direct vendor and
+ *   configured model and the profile's heartbeat model, its key as a reference to the secret source); direct vendor and
  *   any other providers are removed;
  * - models.mode is `replace`, so the runtime adds no implicit vendor providers;
  * - the default model (and any per-agent model) uses the service provider; fallbacks

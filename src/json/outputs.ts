@@ -398,6 +398,7 @@ export const profileOutput = defineOutput({
     aiGatewayApi: z.string(),
     gatewayProviderName: z.string(),
     defaultModelId: z.string(),
+    heartbeatModelId: z.string().optional().describe('The heartbeat\'s model on the same provider; absent: the chat model'),
     mcpUrl: z.string(),
     partnerApiUrl: z.string(),
     voiceProviders: z.array(z.string()).length(2),

@@ -36,7 +36,7 @@ describe('display name (prompt 1)', () => {
   });
   it('a heartbeat the user tuned keeps its other keys; the managed ones are put right', () => {
     const c = desiredRuntimeConfig({ agents: { defaults: { heartbeat: { every: '5m', target: 'owner', activeHours: { start: '08:00', end: '20:00' } } } } }, named) as any;
-    expect(c.agents.defaults.heartbeat).toEqual({ every: '30m', target: 'none', lightContext: true, isolatedSession: true, activeHours: { start: '08:00', end: '20:00' } });
+    expect(c.agents.defaults.heartbeat).toEqual({ every: '30m', target: 'none', lightContext: true, isolatedSession: true, model: `service/${profile.heartbeatModelId}`, activeHours: { start: '08:00', end: '20:00' } });
   });
 });
 
@@ -55,9 +55,13 @@ describe('desiredRuntimeConfig', () => {
     expect(c.tools).toMatchObject({ elevated: { enabled: false }, fs: { workspaceOnly: true } });
     expect(c.tools.exec).toBeUndefined();
     expect(c.tools.deny).toEqual(expect.arrayContaining(['group:runtime', 'group:automation', 'gateway', 'cron']));
-    expect(c.models.providers.service.models).toEqual([{ id: 'model-a', name: 'model-a', contextWindow: 200000, maxTokens: 16000 }]);
+    expect(c.models.providers.service.models).toEqual([
+      { id: 'model-a', name: 'model-a', contextWindow: 200000, maxTokens: 16000 },
+      { id: profile.heartbeatModelId, name: profile.heartbeatModelId, contextWindow: 200000, maxTokens: 16000 },
+    ]);
     expect(c.models.providers.service.baseUrl).toBe(profile.aiGatewayUrl);
-    expect(c.agents.defaults.heartbeat).toEqual({ every: '30m', target: 'none', lightContext: true, isolatedSession: true });
+    expect(c.agents.defaults.heartbeat).toEqual({ every: '30m', target: 'none', lightContext: true, isolatedSession: true, model: `service/${profile.heartbeatModelId}` });
+    expect(c.tools.byProvider).toEqual({ [`service/${profile.heartbeatModelId}`]: { allow: ['session_status'] } });
     expect(c.session.reset).toEqual({ mode: 'idle', idleMinutes: 7 * 24 * 60 });
     // QMD: the one resident server over HTTP (no process per session), and the idle limit.
     expect(c.mcp.servers.qmd).toEqual({ url: 'http://127.0.0.1:18788/mcp', transport: 'streamable-http' });

@@ -7,7 +7,12 @@
 // Hooked into server.e2e.ts as steps.
 import { randomBytes } from 'node:crypto';
 import { expect } from 'vitest';
+import fs from 'node:fs';
+import path from 'node:path';
 import { signRequest } from '../../src/channel/protocol.js';
+import { REPO } from '../helpers/binary.js';
+import { requestParts } from '../helpers/chat-completion.js';
+import { MAX_HEARTBEAT_REQUEST_BYTES } from '../helpers/heartbeat.js';
 import { CUSTOMER, GATEWAY_UNIT, channelPost, log, type World } from './harness.js';
 
 const USER_ENV = 'XDG_RUNTIME_DIR=/run/user/0';
@@ -123,7 +128,30 @@ export async function memoryAndHeartbeat(world: World): Promise<Record<string, u
   const calls = world.ai.requests.slice(before);
   expect(calls.length).toBeGreaterThan(0);
   expect(calls.every((r) => r.authorized)).toBe(true);
-  report.heartbeat = { modelCalls: calls.length, requestBytes: calls.map((r) => r.bytes), tools: calls.map((r) => r.tools) };
+  const heartbeatReport: Record<string, unknown> & { models: string[]; parts: unknown[] } = { modelCalls: calls.length, requestBytes: calls.map((r) => r.bytes), tools: calls.map((r) => r.tools), models: calls.map((r) => r.model), parts: calls.map((r) => requestParts(r.body)) };
+  report.heartbeat = heartbeatReport;
+  log(`heartbeat requests on ${heartbeatReport.models.join(', ')}: ${JSON.stringify(heartbeatReport.parts)}`);
+  // On the profile's heartbeat model with its one tool: the MCP servers' tools (the
+  // service's tool server, QMD) stay with the chat (issue 26 item 6).
+  const heartbeatModelId = JSON.parse(fs.readFileSync(path.join(REPO, 'templates/service-profile.json'), 'utf8')).heartbeatModelId;
+  expect(calls.map((r) => [r.model, r.tools.join(' ')])).toEqual([[heartbeatModelId, 'session_status']]);
+  expect(calls[0]!.bytes).toBeLessThanOrEqual(MAX_HEARTBEAT_REQUEST_BYTES);
+  // An AI gateway without the heartbeat model: the runtime falls back to the chat model
+  // (with the chat's tools, MCP ones included), and the check still runs. That request is
+  // also what every heartbeat cost before it had a model of its own.
+  world.ai.script = (request) => (request.model === heartbeatModelId ? { error: { status: 404, message: `The model ${request.model} does not exist`, code: 'model_not_found' } } : undefined);
+  const beforeFallback = world.ai.requests.length;
+  try {
+    const fallback = await c.sh(`${OPENCLAW} cron run ${heartbeat!.id} --wait --wait-timeout 8m`, { timeoutMs: 10 * 60_000 });
+    expect(fallback.exitCode, `${fallback.stdout}\n${fallback.stderr}`).toBe(0);
+    expect(JSON.parse(fallback.stdout)).toMatchObject({ status: 'ok', completionStatus: 'succeeded' });
+  } finally {
+    world.ai.script = undefined;
+  }
+  const fallbackCalls = world.ai.requests.slice(beforeFallback);
+  heartbeatReport.onChatModel = { models: fallbackCalls.map((r) => r.model), parts: fallbackCalls.map((r) => requestParts(r.body)) };
+  log(`heartbeat on the chat model (fallback): ${JSON.stringify(heartbeatReport.onChatModel)}`);
+  expect(fallbackCalls.map((r) => r.model)).toEqual([heartbeatModelId, expect.not.stringMatching(heartbeatModelId)]);
 
   // SPEC 1.3: "Run enforcer manually: bash /usr/local/bin/service-guard.sh".
   const guard = await c.sh('bash /usr/local/bin/service-guard.sh', { timeoutMs: 180_000 });

@@ -20,8 +20,8 @@ function closer(server: http.Server): () => Promise<void> {
     });
 }
 
-/** What a scripted turn answers instead of the echo: tool calls, or a text. */
-export type ScriptedReply = { toolCalls: Array<{ id: string; name: string; arguments: Record<string, unknown> }> } | { text: string };
+/** What a scripted turn answers instead of the echo: tool calls, a text, or an error (a model the gateway does not serve: 404). */
+export type ScriptedReply = { toolCalls: Array<{ id: string; name: string; arguments: Record<string, unknown> }> } | { text: string } | { error: { status: number; message: string; code?: string } };
 
 export interface AiGateway {
   /** SERVICE_AI_GATEWAY_URL (OpenAI base URL, ends in /v1). */
@@ -83,6 +83,11 @@ export async function startAiGateway(apiKey: () => string): Promise<AiGateway> {
 function answer(res: http.ServerResponse, json: { model: string; stream?: boolean; messages: Array<{ role: string; content: unknown }> }, scripted: ScriptedReply | undefined): void {
   if (scripted && 'toolCalls' in scripted) {
     replyToolCalls(res, json, scripted.toolCalls);
+    return;
+  }
+  if (scripted && 'error' in scripted) {
+    const { status, message, code } = scripted.error;
+    res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message, type: 'invalid_request_error', ...(code ? { code } : {}) } }));
     return;
   }
   const userText = lastUserText(json.messages);

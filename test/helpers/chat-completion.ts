@@ -33,3 +33,26 @@ export function writeChatCompletion(res: http.ServerResponse, request: { model: 
   res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [], usage })}\n\n`);
   res.end('data: [DONE]\n\n');
 }
+
+/** Where the bytes of a chat completion request go: the system prompt, the tool schemas, the other messages. */
+export interface RequestParts {
+  bytes: number;
+  system: number;
+  tools: number;
+  toolNames: string[];
+  messages: number;
+}
+
+export function requestParts(body: string): RequestParts {
+  const json = JSON.parse(body) as { messages?: ChatMessage[]; tools?: Array<{ function?: { name?: string } }> };
+  const size = (value: unknown) => Buffer.byteLength(JSON.stringify(value));
+  const messages = json.messages ?? [];
+  const system = messages.filter((m) => m.role === 'system' || m.role === 'developer');
+  return {
+    bytes: Buffer.byteLength(body),
+    system: system.reduce((sum, m) => sum + size(m), 0),
+    tools: json.tools?.length ? size(json.tools) : 0,
+    toolNames: (json.tools ?? []).map((t) => t.function?.name ?? '?'),
+    messages: messages.filter((m) => !system.includes(m)).reduce((sum, m) => sum + size(m), 0),
+  };
+}

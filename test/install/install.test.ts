@@ -133,7 +133,8 @@ describe('install in a sandbox root', () => {
     const changed = jsonOutput('install', result.stdout).steps.filter((s: { status: string }) => s.status === 'changed');
     expect(changed.map((s: { id: string }) => s.id)).toEqual(['answers', 'runtime-config', 'gateway-service']);
     expect(config(sb).agents.defaults.model.primary).toBe('service/gpt-5.1');
-    expect(config(sb).models.providers.service.models.map((m: { id: string }) => m.id)).toEqual(['gpt-5.1']);
+    // The chat model, and the heartbeat's own (the profile's: docs/components.md).
+    expect(config(sb).models.providers.service.models.map((m: { id: string }) => m.id)).toEqual(['gpt-5.1', 'claude-haiku-4-5']);
     expect(gatewayStarts(sb)).toBe(starts + 1);
     // The next run keeps the new model without being told.
     const again = await sb.install(['--non-interactive', '--json']);

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPO } from '../helpers/binary.js';
+import { loadProfile } from '../../src/profile.js';
 import { ensureOpenClaw } from '../helpers/openclaw.js';
 import { FIRST_INSTALL, makeSandbox, type Sandbox } from '../helpers/sandbox.js';
 
@@ -71,8 +72,8 @@ describe('the written config passes the pinned OpenClaw validator', () => {
     expect(first.exitCode, String(first.stderr)).toBe(0);
     let cfg = JSON.parse(fs.readFileSync(configPath, 'utf8'));
     expect(cfg.agents.entries.main).toEqual({ name: 'Acme Dental GmbH', identity: { name: 'Acme Dental GmbH' } });
-    // The heartbeat runs internal-only at the least cost (issue 18 item 3).
-    expect(cfg.agents.defaults.heartbeat).toEqual({ every: '30m', target: 'none', lightContext: true, isolatedSession: true });
+    // The heartbeat runs internal-only at the least cost (issue 18 item 3, issue 26 item 6).
+    expect(cfg.agents.defaults.heartbeat).toEqual({ every: '30m', target: 'none', lightContext: true, isolatedSession: true, model: `service/${loadProfile({}).heartbeatModelId}` });
     expect((await validateFile(configPath)).exitCode).toBe(0);
 
     // The owner adds an emoji; a re-run with a new name keeps it and restarts once.
