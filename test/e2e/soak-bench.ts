@@ -1,0 +1,198 @@
+// npm run soak (scripts/soak.mjs bundles and runs this): the deployment under months of
+// portal traffic, compressed (issue 26 item 5; docs/operations.md, "Soak"). On a booted
+// server of the e2e (harness.ts), limited to a small server's memory (soak-host.ts):
+// the catalog deploy, the memory at rest, then thousands of signed chats over hundreds of
+// portal sessions from 12 client addresses (soak-traffic.ts), the heartbeat shortened,
+// a gateway restart and a guard run in the middle, a sample every minute (soak-run.ts).
+// Prints the table and the verdicts, writes soak.json, soak.txt and soak.svg to
+// SOAK_OUT; exit 1 when an acceptance figure is missed.
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { REPO } from '../helpers/binary.js';
+import { E2E_CACHE } from './artifacts.js';
+import { World, log, seconds } from './harness.js';
+import { PROCESS_SHARE, RECOMMENDED_MEMORY, planTraffic, renderReport, summarize, type SoakSample } from './soak.js';
+import { MemoryLimit, ServerProbe } from './soak-host.js';
+import { renderSvg, type Marker } from './soak-plot.js';
+import { SoakRecorder, restartGateway, setHeartbeatEvery, waitHealthy } from './soak-run.js';
+import { AddressPool, ChannelClient, SoakDriver } from './soak-traffic.js';
+
+/** SIZE: bytes, or a number with K, M, G (binary); 0: none. */
+function bytes(text: string): number {
+  const m = /^(\d+(?:\.\d+)?)([KMG]?)i?B?$/i.exec(text.trim());
+  if (!m) throw new Error(`SOAK_MEMORY_MAX=${text}: give a size such as 2G, 1536M or 0 (none)`);
+  return Math.round(Number(m[1]) * 1024 ** ' KMG'.indexOf((m[2] || ' ').toUpperCase()));
+}
+
+function positive(name: string, fallback: number): number {
+  const value = Number(process.env[name] ?? fallback);
+  if (!Number.isFinite(value) || value < 0) throw new Error(`${name}=${process.env[name]}: give a number`);
+  return value;
+}
+
+const settings = {
+  sessions: positive('SOAK_SESSIONS', 520),
+  chats: positive('SOAK_CHATS', 2000),
+  concurrency: positive('SOAK_CONCURRENCY', 4),
+  sampleMs: positive('SOAK_SAMPLE_S', 60) * 1000,
+  restMs: positive('SOAK_REST_S', 120) * 1000,
+  idleMs: positive('SOAK_IDLE_S', 0) * 1000,
+  heartbeat: process.env.SOAK_HEARTBEAT ?? '2m',
+  memoryMax: bytes(process.env.SOAK_MEMORY_MAX ?? '2G'),
+  seed: positive('SOAK_SEED', 26),
+  out: path.resolve(process.env.SOAK_OUT ?? path.join(E2E_CACHE, 'soak')),
+  /** Where in the run (share of the plan's chats) the gateway restart and the guard run happen. */
+  restartAt: 0.35,
+  guardAt: 0.65,
+};
+
+const started = Date.now();
+const notes: string[] = [];
+const events: Array<Marker & { atMs: number; detail?: string }> = [];
+const limit = settings.memoryMax > 0 ? MemoryLimit.create(settings.memoryMax, `sd-soak-${process.pid}`) : undefined;
+const world = new World({ cgroup: limit?.dir });
+let recorder: SoakRecorder | undefined;
+let driver: SoakDriver | undefined;
+let interrupted = false;
+
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(signal, () => {
+    if (interrupted) return;
+    interrupted = true;
+    log(`${signal}: stopping the traffic; the report so far follows, then teardown`);
+    driver?.stop();
+  });
+}
+
+function commit(): string {
+  try {
+    return execFileSync('git', ['-C', REPO, 'describe', '--always', '--dirty'], { encoding: 'utf8' }).trim();
+  } catch {
+    return 'unknown';
+  }
+}
+
+async function install(): Promise<void> {
+  // The first gateway start can outlast the install's health budget on a loaded machine;
+  // the install says to run it again (it continues where it stopped), as an operator would.
+  for (let attempt = 1; ; attempt++) {
+    const run = await world.installSh('--catalog');
+    log(`catalog deploy (attempt ${attempt}): exit ${run.exitCode} in ${seconds(run.wallMs)}, recap ${JSON.stringify(run.json?.recap)}`);
+    if (run.exitCode === 0) return;
+    const failed = (run.json?.steps ?? []).filter((s: { status: string }) => s.status === 'failed').map((s: { id: string }) => s.id);
+    if (attempt >= 3) throw new Error(`the catalog deploy failed ${attempt} times (last: ${failed.join(', ')}):\n${world.masked(run.stderr.slice(-3000))}`);
+    notes.push(`catalog deploy attempt ${attempt} failed at ${failed.join(', ') || '?'} (machine load ${os.loadavg()[0]!.toFixed(1)}); run again`);
+  }
+}
+
+function event(label: string, detail?: string): void {
+  const chats = driver?.progress.answered ?? 0;
+  events.push({ x: chats, label, atMs: Date.now() - started, ...(detail ? { detail } : {}) });
+  log(`event at ${chats} chats: ${label}${detail ? ` (${detail})` : ''}`);
+}
+
+async function main(): Promise<number> {
+  log(`soak: ${JSON.stringify({ ...settings, out: undefined })}; memory limit: ${limit ? `${(settings.memoryMax / 2 ** 30).toFixed(2)} GiB (cgroup v${limit.version} ${limit.dir})` : 'none'}`);
+  await world.open();
+  world.argv.stop(); // the e2e's argv watch reads /proc ten times a second: not for hours
+  await install();
+  const env = world.channelEnv();
+  world.secrets.channelToken = env.SERVICE_CHANNEL_TOKEN!;
+  world.secrets.channelKnock = env.SERVICE_CHANNEL_KNOCK!;
+  await waitHealthy(world);
+
+  const plan = planTraffic({ seed: settings.seed, minSessions: settings.sessions, minChats: settings.chats, lullEveryChats: 150, lullMs: 45_000 });
+  log(`plan: ${plan.chats} chats over ${plan.sessions} sessions (${Object.entries(plan.kinds).map(([k, v]) => `${k} ${v.sessions} sessions/${v.chats} chats`).join(', ')}), ${settings.concurrency} conversations at once, 12 client addresses`);
+  const pool = new AddressPool(Array.from({ length: 12 }, (_, i) => `127.0.0.${i + 2}`));
+  const client = new ChannelClient({ token: env.SERVICE_CHANNEL_TOKEN!, knock: env.SERVICE_CHANNEL_KNOCK! }, pool, { startedAt: started });
+  driver = new SoakDriver(plan, client, settings.concurrency);
+  const probe = new ServerProbe(world.container.initPid);
+  recorder = new SoakRecorder(world, probe, driver, { startedAt: started, limit, trimAiRequests: true });
+
+  // At rest: installed, healthy, no chat yet, its timers given time to run once.
+  log(`at rest for ${seconds(settings.restMs)} before the first chat`);
+  await new Promise((resolve) => setTimeout(resolve, settings.restMs));
+  const rest = await recorder.sample('rest');
+  log(`at rest: server processes ${(rest.server.pssBytes / 2 ** 20).toFixed(0)} MiB PSS (${rest.server.processes} processes), gateway unit ${(rest.unit.anonBytes / 2 ** 20).toFixed(0)} MiB anon / ${(rest.unit.pssBytes / 2 ** 20).toFixed(0)} MiB PSS (${rest.unit.processes} processes)${rest.memcg ? `, cgroup usage ${(rest.memcg.usageBytes / 2 ** 20).toFixed(0)} MiB of which page cache ${(rest.memcg.cacheBytes / 2 ** 20).toFixed(0)} MiB` : ''}`);
+
+  setHeartbeatEvery(world, settings.heartbeat);
+  event(`heartbeat every ${settings.heartbeat}`);
+
+  // The restart and the guard run happen while the traffic flows: chats that meet them are retried.
+  const pending: Array<Promise<void>> = [];
+  let restarted = false;
+  let guarded = false;
+  driver.onChat((_chat, progress) => {
+    if (!restarted && progress.answered >= plan.chats * settings.restartAt) {
+      restarted = true;
+      event('gateway restart');
+      pending.push(restartGateway(world).catch((error: Error) => void notes.push(`gateway restart failed: ${error.message}`)));
+    }
+    if (!guarded && progress.answered >= plan.chats * settings.guardAt) {
+      guarded = true;
+      pending.push(
+        (async () => {
+          const guard = await world.deploy('guard --json');
+          const restored = (guard.json?.restorations ?? []).map((r: { what: string }) => r.what).join('; ');
+          event('guard run', `exit ${guard.exitCode}, restored: ${restored || 'nothing'}, gateway restarted: ${guard.json?.restarted ?? '?'}`);
+          setHeartbeatEvery(world, settings.heartbeat);
+          event(`heartbeat every ${settings.heartbeat} again`);
+        })().catch((error: Error) => void notes.push(`guard run failed: ${error.message}`)),
+      );
+    }
+  });
+
+  const traffic = driver.run();
+  let done = false;
+  void traffic.finally(() => (done = true));
+  while (!done) {
+    const wake = Date.now() + settings.sampleMs;
+    while (!done && Date.now() < wake) await new Promise((resolve) => setTimeout(resolve, 500));
+    if (done) break;
+    const s = await recorder.sample();
+    log(`${(s.atMs / 60_000).toFixed(0)} min: ${s.chats} chats (${s.failed} failed), ${s.sessions} sessions; gateway unit ${(s.unit.anonBytes / 2 ** 20).toFixed(0)} MiB anon, ${s.unit.processes} processes, ${s.unit.fds} fds; server ${(s.server.pssBytes / 2 ** 20).toFixed(0)} MiB PSS; p50/p99 ${(s.interval.p50Ms / 1000).toFixed(1)}/${(s.interval.p99Ms / 1000).toFixed(1)} s; MCP admission failures ${s.mcpAdmissionFailures}; load ${s.loadAverage.toFixed(1)}`);
+  }
+  await traffic;
+  await Promise.all(pending);
+  await recorder.sample('end');
+  if (settings.idleMs > 0 && !interrupted) {
+    log(`idle for ${seconds(settings.idleMs)} (MCP runtimes past their idle limit are retired)`);
+    await new Promise((resolve) => setTimeout(resolve, settings.idleMs));
+    await recorder.sample('idle');
+  }
+  return report(recorder.samples);
+}
+
+function report(samples: SoakSample[]): number {
+  const chats = driver?.chats ?? [];
+  const summary = summarize(samples, chats);
+  const text = renderReport(samples, summary);
+  const subtitle = `${commit()} · ${world.release} · ${limit ? `${(settings.memoryMax / 2 ** 30).toFixed(1)} GiB server` : 'no memory limit'} · ${summary.chats} chats, ${summary.sessions} sessions · ${new Date(started).toISOString().slice(0, 16)}Z`;
+  const svg = renderSvg(samples, { title: 'Soak: memory and processes over chats', subtitle, budgetBytes: RECOMMENDED_MEMORY * PROCESS_SHARE, events });
+  fs.mkdirSync(settings.out, { recursive: true });
+  fs.writeFileSync(path.join(settings.out, 'soak.svg'), svg);
+  fs.writeFileSync(path.join(settings.out, 'soak.txt'), `${subtitle}\n\n${text}\n`);
+  fs.writeFileSync(
+    path.join(settings.out, 'soak.json'),
+    JSON.stringify({ startedAt: new Date(started).toISOString(), commit: commit(), release: world.release, settings, memoryLimit: limit ? { bytes: settings.memoryMax, cgroup: limit.dir, version: limit.version } : null, events, notes, summary, samples, chats }, null, 1) + '\n',
+  );
+  process.stdout.write(`\n${subtitle}\n\n${text}\n\n`);
+  for (const e of events) process.stdout.write(`event at ${e.x} chats (${(e.atMs / 60_000).toFixed(1)} min): ${e.label}${e.detail ? `: ${e.detail}` : ''}\n`);
+  for (const note of notes) process.stdout.write(`note: ${note}\n`);
+  process.stdout.write(`written: ${path.join(settings.out, 'soak.svg')}, soak.txt, soak.json (took ${seconds(Date.now() - started)})\n`);
+  return summary.ok && !interrupted ? 0 : 1;
+}
+
+let code = 1;
+try {
+  code = await main();
+} catch (error) {
+  log(`soak failed: ${world.masked((error as Error).stack ?? String(error))}`);
+  if (recorder && recorder.samples.length > 0) report(recorder.samples);
+} finally {
+  await world.close();
+  await limit?.remove();
+}
+process.exit(code);
