@@ -39,9 +39,12 @@ const settings = {
   sampleMs: positive('SOAK_SAMPLE_S', 60) * 1000,
   restMs: positive('SOAK_REST_S', 120) * 1000,
   idleMs: positive('SOAK_IDLE_S', 0) * 1000,
-  heartbeat: process.env.SOAK_HEARTBEAT ?? '2m',
+  heartbeat: process.env.SOAK_HEARTBEAT ?? '1m',
   memoryMax: bytes(process.env.SOAK_MEMORY_MAX ?? '2G'),
   seed: positive('SOAK_SEED', 26),
+  /** The traffic stops after this many minutes whatever is left of the plan (0: none); the report says how far it got. */
+  budgetMs: positive('SOAK_BUDGET_MIN', 0) * 60_000,
+  retryBudgetMs: positive('SOAK_RETRY_S', 600) * 1000,
   out: path.resolve(process.env.SOAK_OUT ?? path.join(E2E_CACHE, 'soak')),
   /** Where in the run (share of the plan's chats) the gateway restart and the guard run happen. */
   restartAt: 0.35,
@@ -56,6 +59,8 @@ const world = new World({ cgroup: limit?.dir });
 let recorder: SoakRecorder | undefined;
 let driver: SoakDriver | undefined;
 let interrupted = false;
+let stoppedAtBudget = false;
+let planned = 0;
 
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.on(signal, () => {
@@ -103,10 +108,13 @@ async function main(): Promise<number> {
   world.secrets.channelKnock = env.SERVICE_CHANNEL_KNOCK!;
   await waitHealthy(world);
 
-  const plan = planTraffic({ seed: settings.seed, minSessions: settings.sessions, minChats: settings.chats, lullEveryChats: 150, lullMs: 45_000 });
+  // Quiet spells of two minutes every 200 chats: the runtime defers a scheduled heartbeat
+  // while any turn of the agent runs, so under steady traffic it would never run.
+  const plan = planTraffic({ seed: settings.seed, minSessions: settings.sessions, minChats: settings.chats, lullEveryChats: 200, lullMs: 120_000 });
+  planned = plan.chats;
   log(`plan: ${plan.chats} chats over ${plan.sessions} sessions (${Object.entries(plan.kinds).map(([k, v]) => `${k} ${v.sessions} sessions/${v.chats} chats`).join(', ')}), ${settings.concurrency} conversations at once, 12 client addresses`);
   const pool = new AddressPool(Array.from({ length: 12 }, (_, i) => `127.0.0.${i + 2}`));
-  const client = new ChannelClient({ token: env.SERVICE_CHANNEL_TOKEN!, knock: env.SERVICE_CHANNEL_KNOCK! }, pool, { startedAt: started });
+  const client = new ChannelClient({ token: env.SERVICE_CHANNEL_TOKEN!, knock: env.SERVICE_CHANNEL_KNOCK! }, pool, { startedAt: started, retryBudgetMs: settings.retryBudgetMs });
   driver = new SoakDriver(plan, client, settings.concurrency);
   const probe = new ServerProbe(world.container.initPid);
   recorder = new SoakRecorder(world, probe, driver, { startedAt: started, limit, trimAiRequests: true });
@@ -120,17 +128,20 @@ async function main(): Promise<number> {
   setHeartbeatEvery(world, settings.heartbeat);
   event(`heartbeat every ${settings.heartbeat}`);
 
-  // The restart and the guard run happen while the traffic flows: chats that meet them are retried.
+  // The restart and the guard run happen while the traffic flows (chats that meet them
+  // are retried), at a share of the plan's chats or of the time budget, whichever comes first.
   const pending: Array<Promise<void>> = [];
   let restarted = false;
   let guarded = false;
-  driver.onChat((_chat, progress) => {
-    if (!restarted && progress.answered >= plan.chats * settings.restartAt) {
+  const trafficStarted = Date.now();
+  const share = (answered: number) => Math.max(answered / plan.chats, settings.budgetMs > 0 ? (Date.now() - trafficStarted) / settings.budgetMs : 0);
+  const events = (progress: { answered: number }) => {
+    if (!restarted && share(progress.answered) >= settings.restartAt) {
       restarted = true;
       event('gateway restart');
       pending.push(restartGateway(world).catch((error: Error) => void notes.push(`gateway restart failed: ${error.message}`)));
     }
-    if (!guarded && progress.answered >= plan.chats * settings.guardAt) {
+    if (!guarded && share(progress.answered) >= settings.guardAt) {
       guarded = true;
       pending.push(
         (async () => {
@@ -142,7 +153,8 @@ async function main(): Promise<number> {
         })().catch((error: Error) => void notes.push(`guard run failed: ${error.message}`)),
       );
     }
-  });
+  };
+  driver.onChat((_chat, progress) => events(progress));
 
   const traffic = driver.run();
   let done = false;
@@ -151,6 +163,12 @@ async function main(): Promise<number> {
     const wake = Date.now() + settings.sampleMs;
     while (!done && Date.now() < wake) await new Promise((resolve) => setTimeout(resolve, 500));
     if (done) break;
+    events(driver.progress);
+    if (settings.budgetMs > 0 && Date.now() - trafficStarted > settings.budgetMs && !stoppedAtBudget) {
+      stoppedAtBudget = true;
+      event('time budget: traffic stopped', `${driver.progress.answered} of ${plan.chats} planned chats answered in ${seconds(Date.now() - trafficStarted)}`);
+      driver.stop();
+    }
     const s = await recorder.sample();
     log(`${(s.atMs / 60_000).toFixed(0)} min: ${s.chats} chats (${s.failed} failed), ${s.sessions} sessions; gateway unit ${(s.unit.anonBytes / 2 ** 20).toFixed(0)} MiB anon, ${s.unit.processes} processes, ${s.unit.fds} fds; server ${(s.server.pssBytes / 2 ** 20).toFixed(0)} MiB PSS; p50/p99 ${(s.interval.p50Ms / 1000).toFixed(1)}/${(s.interval.p99Ms / 1000).toFixed(1)} s; MCP admission failures ${s.mcpAdmissionFailures}; load ${s.loadAverage.toFixed(1)}`);
   }
@@ -168,8 +186,12 @@ async function main(): Promise<number> {
 function report(samples: SoakSample[]): number {
   const chats = driver?.chats ?? [];
   const summary = summarize(samples, chats);
+  // Chats the plan had and the traffic never sent (a time budget, an interruption) are not answered chats.
+  const sent = chats.length;
+  if (planned > 0) summary.verdicts.unshift({ name: 'the whole plan ran', ok: sent >= planned, detail: `${sent} of ${planned} planned chats sent${stoppedAtBudget ? ` (stopped at the time budget, SOAK_BUDGET_MIN=${settings.budgetMs / 60_000})` : interrupted ? ' (interrupted)' : ''}` });
+  summary.ok = summary.verdicts.every((v) => v.ok);
   const text = renderReport(samples, summary);
-  const subtitle = `${commit()} · ${world.release} · ${limit ? `${(settings.memoryMax / 2 ** 30).toFixed(1)} GiB server` : 'no memory limit'} · ${summary.chats} chats, ${summary.sessions} sessions · ${new Date(started).toISOString().slice(0, 16)}Z`;
+  const subtitle = `${commit()} · ${world.release} · ${limit ? `${(settings.memoryMax / 2 ** 30).toFixed(1)} GiB server, ${summary.oomKills} OOM kills` : 'no memory limit'} · ${summary.chats} chats, ${summary.sessions} sessions · ${new Date(started).toISOString().slice(0, 16)}Z`;
   const svg = renderSvg(samples, { title: 'Soak: memory and processes over chats', subtitle, budgetBytes: RECOMMENDED_MEMORY * PROCESS_SHARE, events });
   fs.mkdirSync(settings.out, { recursive: true });
   fs.writeFileSync(path.join(settings.out, 'soak.svg'), svg);
@@ -193,6 +215,7 @@ try {
   if (recorder && recorder.samples.length > 0) report(recorder.samples);
 } finally {
   await world.close();
-  await limit?.remove();
+  if (process.env.E2E_KEEP === '1' && limit) log(`    rmdir ${limit.dir}   (the server's memory limit, once it is stopped)`);
+  else await limit?.remove();
 }
 process.exit(code);

@@ -145,17 +145,30 @@ export interface ProcessFigures {
   byName: Record<string, number>;
 }
 
+/**
+ * What a process is, from its command line: the script a Node process runs (OpenClaw's
+ * MCP children are all "MainThread" by name: service-child-relay.js, the group anchor,
+ * qmd's launcher, qmd.js), else the program (the gateway names itself openclaw-gateway).
+ */
+export function processKind(pid: number): string {
+  const argv = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+  const base = (p: string | undefined) => (p ?? '?').split('/').pop()!;
+  if (argv.length === 0) return fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+  if (base(argv[0]) === 'node' && argv[1]) return [base(argv[1]), ...(argv[2] && !argv[2].startsWith('-') ? [argv[2]] : [])].join(' ');
+  return base(argv[0]).split(' ')[0]!;
+}
+
 function processFigures(pids: number[]): ProcessFigures {
   const out: ProcessFigures = { pids: [], anonBytes: 0, pssBytes: 0, fds: 0, byName: {} };
   for (const pid of pids) {
     try {
       const rollup = fs.readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
       const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(rollup)?.[1] ?? 0) * 1024;
-      const comm = fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+      const name = processKind(pid);
       out.fds += fs.readdirSync(`/proc/${pid}/fd`).length;
       out.anonBytes += kb('Anonymous');
       out.pssBytes += kb('Pss');
-      out.byName[comm] = (out.byName[comm] ?? 0) + 1;
+      out.byName[name] = (out.byName[name] ?? 0) + 1;
       out.pids.push(pid);
     } catch {
       // gone meanwhile (or a kernel thread without smaps): not counted
@@ -252,7 +265,7 @@ export class ServerProbe {
  */
 export const STORES: Record<string, string[]> = {
   'state database': ['/root/.openclaw/state'],
-  'agent sessions': ['/root/.openclaw/agents'],
+  'agent database (transcripts)': ['/root/.openclaw/agents'],
   'channel nonce store': ['/root/.openclaw/service-channel', '/root/.openclaw/plugins/service-channel'],
   workspace: ['/root/.openclaw/workspace'],
   'QMD index': ['/root/.cache/qmd'],

@@ -14,13 +14,15 @@ export interface Series {
 export interface Marker {
   x: number;
   label: string;
+  /** ms since the run began (events): a restart shows in the samples minutes later on a loaded machine. */
+  atMs?: number;
 }
 
 const WIDTH = 960;
 const PANEL = 250;
 const LEFT = 70;
 const RIGHT = 190;
-const TOP = 50;
+const TOP = 64;
 const GAP = 70;
 
 const escape = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
@@ -51,10 +53,11 @@ function panel(out: string[], top: number, title: string, unit: string, series: 
   for (const t of xTicks) out.push(`<text x="${x(t).toFixed(1)}" y="${top + PANEL + 16}" class="tick" text-anchor="middle">${t}</text>`);
   out.push(`<text x="${LEFT - 52}" y="${top + PANEL / 2}" class="tick" transform="rotate(-90 ${LEFT - 52} ${top + PANEL / 2})" text-anchor="middle">${escape(unit)}</text>`);
   out.push(`<rect x="${LEFT}" y="${top}" width="${plotWidth}" height="${PANEL}" class="frame"/>`);
-  for (const m of markers) {
+  markers.forEach((m, i) => {
     out.push(`<line x1="${x(m.x).toFixed(1)}" y1="${top}" x2="${x(m.x).toFixed(1)}" y2="${top + PANEL}" class="marker"/>`);
-    out.push(`<text x="${(x(m.x) + 3).toFixed(1)}" y="${top + 12}" class="mark">${escape(m.label)}</text>`);
-  }
+    // Staggered: events close together (a restart and the one it causes) stay readable.
+    out.push(`<text x="${(x(m.x) + 3).toFixed(1)}" y="${top + 12 + (i % 3) * 12}" class="mark">${escape(m.label)}</text>`);
+  });
   series.forEach((s, i) => {
     if (s.points.length > 0) {
       const d = s.points.map(([px, py]) => `${x(px).toFixed(1)},${y(py).toFixed(1)}`).join(' ');
@@ -76,11 +79,15 @@ export function renderSvg(samples: SoakSample[], options: { title: string; subti
   const xMax = Math.max(1, ...samples.map((s) => s.chats));
   const xTicks = niceTicks(xMax, 8).filter((t) => t <= xMax);
   const markers: Marker[] = [...(options.events ?? []).filter((e) => !e.label.startsWith('heartbeat'))];
-  // A new gateway process that no event explains (an OOM kill, a crash) is marked too.
-  const explained = (from: number, to: number) => markers.some((m) => m.x >= from && m.x <= to && /restart|guard/.test(m.label));
-  samples.forEach((s, i) => {
-    const before = samples[i - 1];
-    if (before && before.gatewayPid && s.gatewayPid && before.gatewayPid !== s.gatewayPid && !explained(before.chats, s.chats)) markers.push({ x: s.chats, label: 'gateway restarted' });
+  // A new gateway process that no event explains (an OOM kill, a crash) is marked too:
+  // one a restart or guard run (within the 10 minutes a start may take here) did not cause.
+  const explained = (from: SoakSample, to: SoakSample) =>
+    markers.some((m) => /restart|guard/.test(m.label) && (m.atMs !== undefined ? m.atMs >= from.atMs - 10 * 60_000 && m.atMs <= to.atMs : m.x >= from.chats && m.x <= to.chats));
+  let since: SoakSample | undefined;
+  samples.forEach((s) => {
+    if (!s.gatewayPid) return;
+    if (since && since.gatewayPid !== s.gatewayPid && !explained(since, s)) markers.push({ x: s.chats, label: 'gateway restarted' });
+    since = s;
   });
   const at = (pick: (s: SoakSample) => number): Array<[number, number]> => samples.map((s) => [s.chats, pick(s)]);
   const memory: Series[] = [

@@ -30,16 +30,16 @@ export class SoakRecorder {
   ) {}
 
   /**
-   * The AI gateway stand-in's requests since the last look: heartbeat runs (the
-   * heartbeat's prompt names itself; chats carry the soak's tag) and chat turns that were
-   * offered no MCP tool (what an MCP admission failure means to a user).
+   * The AI gateway stand-in's requests since the last look: model calls that are not a
+   * chat's (every chat carries the soak's tag; nothing else than the heartbeat calls the
+   * model on this server) and chat turns that were offered no MCP tool (what an MCP
+   * admission failure means to a user).
    */
   private readAiRequests(): void {
     const requests = this.world.ai.requests;
     for (const r of requests.slice(this.aiSeen)) {
-      if (r.body.includes('[soak s')) {
-        if (!r.tools.some((t) => MCP_TOOL.test(t))) this.turnsWithoutMcpTools += 1;
-      } else if (/heartbeat/i.test(r.body)) this.heartbeatCalls += 1;
+      if (!r.body.includes('[soak s')) this.heartbeatCalls += 1;
+      else if (!r.tools.some((t) => MCP_TOOL.test(t))) this.turnsWithoutMcpTools += 1;
     }
     // The bench's thousands of 40 KB request bodies are not kept (the e2e's steps read them).
     if (this.options.trimAiRequests) requests.splice(0, requests.length);

@@ -149,7 +149,7 @@ export interface SoakSample {
   memcg?: { usageBytes: number; anonBytes: number; cacheBytes: number; limitBytes: number; oomKills: number };
   /** Bytes on disk per store. */
   disk: Record<string, number>;
-  /** Cumulative: MCP admission failures in the gateway's log, heartbeat model calls, chat turns offered no MCP tool. */
+  /** Cumulative: MCP admission failures in the gateway's log, model calls that were not chats (the heartbeat's), chat turns offered no MCP tool. */
   mcpAdmissionFailures: number;
   heartbeatCalls: number;
   turnsWithoutMcpTools: number;
