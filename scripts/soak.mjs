@@ -17,14 +17,18 @@ function fail(reason) {
   process.exit(1);
 }
 
-const unavailable = containersUnavailable(CONTAINER_TOOLS, say);
-if (unavailable) fail(`cannot run: ${unavailable}`);
-takeRunLock(say, fail);
+// SOAK_REPORT=FILE: only the table and plot of an earlier run's soak.json, made again.
+const reportOnly = Boolean(process.env.SOAK_REPORT);
+if (!reportOnly) {
+  const unavailable = containersUnavailable(CONTAINER_TOOLS, say);
+  if (unavailable) fail(`cannot run: ${unavailable}`);
+  takeRunLock(say, fail);
+}
 let code = 1;
 try {
-  cleanLeftovers(undefined, say);
+  if (!reportOnly) cleanLeftovers(undefined, say);
   const env = { ...process.env, PATH: `${path.join(repo, 'node_modules', '.bin')}:${process.env.PATH}` };
-  if (releaseMissing()) {
+  if (!reportOnly && releaseMissing()) {
     say('dist/ has no complete release: npm run build');
     execFileSync('npm', ['run', 'build'], { cwd: repo, stdio: 'inherit', env });
   }
@@ -48,7 +52,9 @@ try {
     child.on('exit', (status, sig) => resolve(status ?? (sig ? 1 : 0)));
   });
 } finally {
-  cleanLeftovers(undefined, say);
-  releaseRunLock();
+  if (!reportOnly) {
+    cleanLeftovers(undefined, say);
+    releaseRunLock();
+  }
 }
 process.exit(code);

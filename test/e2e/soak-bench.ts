@@ -13,7 +13,7 @@ import path from 'node:path';
 import { REPO } from '../helpers/binary.js';
 import { E2E_CACHE } from './artifacts.js';
 import { World, log, seconds } from './harness.js';
-import { PROCESS_SHARE, RECOMMENDED_MEMORY, planTraffic, renderReport, summarize, type SoakSample } from './soak.js';
+import { PROCESS_SHARE, RECOMMENDED_MEMORY, planTraffic, renderReport, summarize, type ChatRecord, type SoakSample } from './soak.js';
 import { MemoryLimit, ServerProbe } from './soak-host.js';
 import { renderSvg, type Marker } from './soak-plot.js';
 import { SoakRecorder, restartGateway, setHeartbeatEvery, waitHealthy } from './soak-run.js';
@@ -51,9 +51,53 @@ const settings = {
   guardAt: 0.65,
 };
 
+/** What a run leaves in soak.json, from which the table and the plot are made (again: SOAK_REPORT). */
+export interface SoakRun {
+  startedAt: string;
+  commit: string;
+  release: string;
+  settings: typeof settings;
+  memoryLimit: { bytes: number; cgroup: string; version: number } | null;
+  events: Array<Marker & { atMs: number; detail?: string }>;
+  notes: string[];
+  planned: number;
+  stoppedAtBudget: boolean;
+  interrupted: boolean;
+  samples: SoakSample[];
+  chats: ChatRecord[];
+}
+
+/** Summary, table and plot of a run, written to `out` (soak.svg, soak.txt) and printed; true when every verdict passed. */
+function writeReport(run: SoakRun, out: string): boolean {
+  const summary = summarize(run.samples, run.chats);
+  // Chats the plan had and the traffic never sent (a time budget, an interruption) are not answered chats.
+  const sent = run.chats.length;
+  if (run.planned > 0) summary.verdicts.unshift({ name: 'the whole plan ran', ok: sent >= run.planned, detail: `${sent} of ${run.planned} planned chats sent${run.stoppedAtBudget ? ` (stopped at the time budget, SOAK_BUDGET_MIN=${run.settings.budgetMs / 60_000})` : run.interrupted ? ' (interrupted)' : ''}` });
+  summary.ok = summary.verdicts.every((v) => v.ok) && !run.interrupted;
+  const text = renderReport(run.samples, summary);
+  const limitText = run.memoryLimit ? `${(run.memoryLimit.bytes / 2 ** 30).toFixed(1)} GiB server, ${summary.oomKills} OOM kills` : 'no memory limit';
+  const subtitle = `${run.commit} · ${run.release} · ${limitText} · ${summary.chats} chats, ${summary.sessions} sessions · ${run.startedAt.slice(0, 16)}Z`;
+  const svg = renderSvg(run.samples, { title: 'Soak: memory and processes over chats', subtitle, budgetBytes: RECOMMENDED_MEMORY * PROCESS_SHARE, events: run.events });
+  fs.mkdirSync(out, { recursive: true });
+  fs.writeFileSync(path.join(out, 'soak.svg'), svg);
+  fs.writeFileSync(path.join(out, 'soak.txt'), `${subtitle}\n\n${text}\n`);
+  process.stdout.write(`\n${subtitle}\n\n${text}\n\n`);
+  for (const e of run.events) process.stdout.write(`event at ${e.x} chats (${(e.atMs / 60_000).toFixed(1)} min): ${e.label}${e.detail ? `: ${e.detail}` : ''}\n`);
+  for (const note of run.notes) process.stdout.write(`note: ${note}\n`);
+  process.stdout.write(`written: ${path.join(out, 'soak.svg')}, soak.txt\n`);
+  return summary.ok;
+}
+
+// SOAK_REPORT=path/to/soak.json: the table and the plot of an earlier run, made again (no server).
+if (process.env.SOAK_REPORT) {
+  const file = path.resolve(process.env.SOAK_REPORT);
+  const ok = writeReport(JSON.parse(fs.readFileSync(file, 'utf8')) as SoakRun, process.env.SOAK_OUT ? settings.out : path.dirname(file));
+  process.exit(ok ? 0 : 1);
+}
+
 const started = Date.now();
 const notes: string[] = [];
-const events: Array<Marker & { atMs: number; detail?: string }> = [];
+const events: SoakRun['events'] = [];
 const limit = settings.memoryMax > 0 ? MemoryLimit.create(settings.memoryMax, `sd-soak-${process.pid}`) : undefined;
 const world = new World({ cgroup: limit?.dir });
 let recorder: SoakRecorder | undefined;
@@ -120,8 +164,19 @@ async function main(): Promise<number> {
   recorder = new SoakRecorder(world, probe, driver, { startedAt: started, limit, trimAiRequests: true });
 
   // At rest: installed, healthy, no chat yet, its timers given time to run once.
-  log(`at rest for ${seconds(settings.restMs)} before the first chat`);
-  await new Promise((resolve) => setTimeout(resolve, settings.restMs));
+  // The gateway keeps growing for minutes after /healthz answers (plugins, workers,
+  // caches): at rest is once its anonymous memory holds still (within 3% over 30 s), at
+  // least SOAK_REST_S after the start and at most ten minutes.
+  log(`at rest: at least ${seconds(settings.restMs)}, until the gateway's memory holds still`);
+  const restFrom = Date.now();
+  let previous = probe.unitFigures().anonBytes;
+  for (;;) {
+    await new Promise((resolve) => setTimeout(resolve, 30_000));
+    const now = probe.unitFigures().anonBytes;
+    const still = Math.abs(now - previous) <= 0.03 * Math.max(previous, 1);
+    previous = now;
+    if ((still && Date.now() - restFrom >= settings.restMs) || Date.now() - restFrom > 10 * 60_000) break;
+  }
   const rest = await recorder.sample('rest');
   log(`at rest: server processes ${(rest.server.pssBytes / 2 ** 20).toFixed(0)} MiB PSS (${rest.server.processes} processes), gateway unit ${(rest.unit.anonBytes / 2 ** 20).toFixed(0)} MiB anon / ${(rest.unit.pssBytes / 2 ** 20).toFixed(0)} MiB PSS (${rest.unit.processes} processes)${rest.memcg ? `, cgroup usage ${(rest.memcg.usageBytes / 2 ** 20).toFixed(0)} MiB of which page cache ${(rest.memcg.cacheBytes / 2 ** 20).toFixed(0)} MiB` : ''}`);
 
@@ -184,27 +239,25 @@ async function main(): Promise<number> {
 }
 
 function report(samples: SoakSample[]): number {
-  const chats = driver?.chats ?? [];
-  const summary = summarize(samples, chats);
-  // Chats the plan had and the traffic never sent (a time budget, an interruption) are not answered chats.
-  const sent = chats.length;
-  if (planned > 0) summary.verdicts.unshift({ name: 'the whole plan ran', ok: sent >= planned, detail: `${sent} of ${planned} planned chats sent${stoppedAtBudget ? ` (stopped at the time budget, SOAK_BUDGET_MIN=${settings.budgetMs / 60_000})` : interrupted ? ' (interrupted)' : ''}` });
-  summary.ok = summary.verdicts.every((v) => v.ok);
-  const text = renderReport(samples, summary);
-  const subtitle = `${commit()} · ${world.release} · ${limit ? `${(settings.memoryMax / 2 ** 30).toFixed(1)} GiB server, ${summary.oomKills} OOM kills` : 'no memory limit'} · ${summary.chats} chats, ${summary.sessions} sessions · ${new Date(started).toISOString().slice(0, 16)}Z`;
-  const svg = renderSvg(samples, { title: 'Soak: memory and processes over chats', subtitle, budgetBytes: RECOMMENDED_MEMORY * PROCESS_SHARE, events });
+  const run: SoakRun = {
+    startedAt: new Date(started).toISOString(),
+    commit: commit(),
+    release: world.release,
+    settings,
+    memoryLimit: limit ? { bytes: settings.memoryMax, cgroup: limit.dir, version: limit.version } : null,
+    events,
+    notes,
+    planned,
+    stoppedAtBudget,
+    interrupted,
+    samples,
+    chats: driver?.chats ?? [],
+  };
   fs.mkdirSync(settings.out, { recursive: true });
-  fs.writeFileSync(path.join(settings.out, 'soak.svg'), svg);
-  fs.writeFileSync(path.join(settings.out, 'soak.txt'), `${subtitle}\n\n${text}\n`);
-  fs.writeFileSync(
-    path.join(settings.out, 'soak.json'),
-    JSON.stringify({ startedAt: new Date(started).toISOString(), commit: commit(), release: world.release, settings, memoryLimit: limit ? { bytes: settings.memoryMax, cgroup: limit.dir, version: limit.version } : null, events, notes, summary, samples, chats }, null, 1) + '\n',
-  );
-  process.stdout.write(`\n${subtitle}\n\n${text}\n\n`);
-  for (const e of events) process.stdout.write(`event at ${e.x} chats (${(e.atMs / 60_000).toFixed(1)} min): ${e.label}${e.detail ? `: ${e.detail}` : ''}\n`);
-  for (const note of notes) process.stdout.write(`note: ${note}\n`);
-  process.stdout.write(`written: ${path.join(settings.out, 'soak.svg')}, soak.txt, soak.json (took ${seconds(Date.now() - started)})\n`);
-  return summary.ok && !interrupted ? 0 : 1;
+  fs.writeFileSync(path.join(settings.out, 'soak.json'), JSON.stringify(run, null, 1) + '\n');
+  const ok = writeReport(run, settings.out);
+  process.stdout.write(`and soak.json (the run took ${seconds(Date.now() - started)}; SOAK_REPORT=${path.join(settings.out, 'soak.json')} npm run soak makes the table and plot again)\n`);
+  return ok ? 0 : 1;
 }
 
 let code = 1;

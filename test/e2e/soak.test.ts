@@ -107,6 +107,15 @@ describe('the acceptance figures', () => {
     expect(summarize(floor, okChats(800)).verdicts.find((v) => v.name.startsWith('process count'))!.ok).toBe(false);
   });
 
+  it('a curve held flat by the OOM killer is not flat: kills in a stretch fail its memory and process verdicts', () => {
+    const capped = [sample({ chats: 0, label: 'rest' }), ...Array.from({ length: 8 }, (_, i) => ({ ...sample({ chats: 100 + i * 100, anon: 1800, procs: 45 }), memcg: { usageBytes: 2 ** 31, anonBytes: 0, cacheBytes: 0, limitBytes: 2 ** 31, oomKills: i * 10 } }))];
+    const summary = summarize(capped, okChats(800));
+    expect(summary.segments[0]).toMatchObject({ judged: true, oomKills: 60, anonGrowth: 0 });
+    const failed = summary.verdicts.filter((v) => !v.ok).map((v) => v.name);
+    expect(failed).toEqual([expect.stringContaining('anonymous memory'), expect.stringContaining('process count'), expect.stringContaining('memory within')]);
+    expect(summary.verdicts[1]!.detail).toContain('60 processes OOM-killed meanwhile');
+  });
+
   it('fails on a failed chat, an MCP admission failure, a server over its memory budget, or nothing to judge', () => {
     const failedChat = summarize(flat, [...okChats(949), { ok: false, endedAtMs: 1, totalMs: 360_000, attempts: 70, refusals: [502, 502] }]);
     expect(failedChat.verdicts.find((v) => v.name.startsWith('failed chats'))!.ok).toBe(false);

@@ -195,6 +195,11 @@ export interface Segment {
   toChats: number;
   /** Judged only with a warm-up of WARM_UP_CHATS and at least two samples after it. */
   judged: boolean;
+  /**
+   * Processes the kernel killed for memory in this stretch (after warm-up) when the
+   * server is memory-limited: a curve held flat by the OOM killer is not a flat curve.
+   */
+  oomKills: number;
   anonGrowth?: number;
   unitProcesses?: { afterWarmUp: number; atEnd: number; max: number };
   serverProcesses?: { afterWarmUp: number; atEnd: number; max: number };
@@ -240,7 +245,9 @@ function segmentsOf(samples: SoakSample[]): Segment[] {
   return groups.map((group) => {
     const fromChats = group[0]!.chats;
     const after = group.filter((s) => s.chats >= fromChats + WARM_UP_CHATS);
-    const segment: Segment = { gatewayPid: group[0]!.gatewayPid, fromChats, toChats: group.at(-1)!.chats, judged: after.length >= 2 && after.at(-1)!.chats > after[0]!.chats };
+    const judged = after.length >= 2 && after.at(-1)!.chats > after[0]!.chats;
+    const oomKills = judged ? (after.at(-1)!.memcg?.oomKills ?? 0) - (after[0]!.memcg?.oomKills ?? 0) : 0;
+    const segment: Segment = { gatewayPid: group[0]!.gatewayPid, fromChats, toChats: group.at(-1)!.chats, judged, oomKills };
     if (!segment.judged) return segment;
     // The first and last three samples after warm-up: medians for memory (one sample
     // may catch a turn's peak), minimums for processes (one may catch a timer's run).
@@ -306,18 +313,20 @@ export function summarize(samples: SoakSample[], chats: ChatRecord[], options: {
   };
   const worstGrowth = Math.max(...judged.map((s) => s.anonGrowth!));
   const processGrowth = judged.map((s) => ({ unit: s.unitProcesses!.atEnd - s.unitProcesses!.afterWarmUp, server: s.serverProcesses!.atEnd - s.serverProcesses!.afterWarmUp }));
+  const killed = judged.filter((s) => s.oomKills > 0);
+  const killedNote = (s: Segment) => (s.oomKills > 0 ? ` (${s.oomKills} processes OOM-killed meanwhile: held flat by the kernel)` : '');
   const budget = RECOMMENDED_MEMORY * PROCESS_SHARE;
   summary.verdicts = [
     { name: 'failed chats after retries', ok: summary.failed === 0, detail: `${summary.failed} of ${chats.length} (${summary.retriedChats} retried)` },
     {
       name: `unit anonymous memory after warm-up (<= +${MAX_ANON_GROWTH * 100}%)`,
-      ok: judged.length > 0 && worstGrowth <= MAX_ANON_GROWTH,
-      detail: judged.length === 0 ? 'no stretch between restarts was long enough to judge' : judged.map((s) => `${s.fromChats}-${s.toChats} chats: ${(s.anonGrowth! * 100).toFixed(1)}%`).join('; '),
+      ok: judged.length > 0 && worstGrowth <= MAX_ANON_GROWTH && killed.length === 0,
+      detail: judged.length === 0 ? 'no stretch between restarts was long enough to judge' : judged.map((s) => `${s.fromChats}-${s.toChats} chats: ${(s.anonGrowth! * 100).toFixed(1)}%${killedNote(s)}`).join('; '),
     },
     {
       name: `process count constant (<= +${PROCESS_TOLERANCE})`,
-      ok: judged.length > 0 && processGrowth.every((g) => g.unit <= PROCESS_TOLERANCE && g.server <= PROCESS_TOLERANCE),
-      detail: judged.length === 0 ? 'no stretch long enough to judge' : judged.map((s) => `${s.fromChats}-${s.toChats} chats: gateway unit ${s.unitProcesses!.afterWarmUp} -> ${s.unitProcesses!.atEnd} (max ${s.unitProcesses!.max}), server ${s.serverProcesses!.afterWarmUp} -> ${s.serverProcesses!.atEnd}`).join('; '),
+      ok: judged.length > 0 && processGrowth.every((g) => g.unit <= PROCESS_TOLERANCE && g.server <= PROCESS_TOLERANCE) && killed.length === 0,
+      detail: judged.length === 0 ? 'no stretch long enough to judge' : judged.map((s) => `${s.fromChats}-${s.toChats} chats: gateway unit ${s.unitProcesses!.afterWarmUp} -> ${s.unitProcesses!.atEnd} (max ${s.unitProcesses!.max}), server ${s.serverProcesses!.afterWarmUp} -> ${s.serverProcesses!.atEnd}${killedNote(s)}`).join('; '),
     },
     { name: 'MCP admission failures', ok: summary.mcpAdmissionFailures === 0, detail: `${summary.mcpAdmissionFailures} in the gateway's log; ${summary.turnsWithoutMcpTools} chat turns were offered no MCP tool` },
     {
