@@ -21,7 +21,7 @@ export interface Marker {
 const WIDTH = 960;
 const PANEL = 250;
 const LEFT = 70;
-const RIGHT = 190;
+const RIGHT = 200;
 const TOP = 64;
 const GAP = 70;
 
@@ -90,15 +90,20 @@ export function renderSvg(samples: SoakSample[], options: { title: string; subti
     since = s;
   });
   const at = (pick: (s: SoakSample) => number): Array<[number, number]> => samples.map((s) => [s.chats, pick(s)]);
+  const limit = samples.find((s) => s.memcg)?.memcg?.limitBytes;
   const memory: Series[] = [
     { name: 'server processes PSS', color: '#6b7280', points: at((s) => MiB(s.server.pssBytes)) },
     { name: 'gateway unit PSS', color: '#2563eb', points: at((s) => MiB(s.unit.pssBytes)) },
     { name: 'gateway unit anon', color: '#dc2626', points: at((s) => MiB(s.unit.anonBytes)) },
     ...(options.budgetBytes ? [{ name: `budget ${Math.round(MiB(options.budgetBytes))} MiB`, color: '#16a34a', dashed: true, points: [[0, MiB(options.budgetBytes)], [xMax, MiB(options.budgetBytes)]] as Array<[number, number]> }] : []),
+    ...(limit ? [{ name: `server memory ${Math.round(MiB(limit))} MiB`, color: '#111827', dashed: true, points: [[0, MiB(limit)], [xMax, MiB(limit)]] as Array<[number, number]> }] : []),
   ];
+  const firstKills = samples[0]?.memcg?.oomKills ?? 0;
+  const killed = samples.some((s) => (s.memcg?.oomKills ?? 0) > firstKills);
   const processes: Series[] = [
     { name: 'server processes', color: '#6b7280', points: at((s) => s.server.processes) },
     { name: 'gateway unit processes', color: '#2563eb', points: at((s) => s.unit.processes) },
+    ...(killed ? [{ name: 'OOM kills (total)', color: '#dc2626', dashed: true, points: at((s) => (s.memcg?.oomKills ?? firstKills) - firstKills) }] : []),
   ];
   const height = TOP + PANEL * 2 + GAP + 50;
   const out = [
