@@ -10,32 +10,16 @@
 // (debootstrap, systemd-nspawn, gpg, ansible... from apt if missing), builds dist/ if it
 // is missing, prints one timing table at the end, and cleans up what a killed run left.
 // Exit 0 with "skipped: ..." only when this machine cannot run containers at all.
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
-import { fileURLToPath } from 'node:url';
+import { CONTAINER_TOOLS, cache, cleanLeftovers as cleanMachine, containersUnavailable, releaseMissing, releaseRunLock, repo, takeRunLock } from './e2e-machine.mjs';
 
-const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-// E2E_CACHE_DIR: another cache folder (roots, download caches, reports); an empty one
-// measures a cold CI machine. The run lock and the network slots are machine-wide
-// (E2E_MACHINE_DIR, below): one run per machine, whichever checkout it comes from.
-const cache = process.env.E2E_CACHE_DIR ? path.resolve(process.env.E2E_CACHE_DIR) : path.join(repo, '.cache', 'e2e');
-const runningDir = path.join(cache, 'running');
-const legacyRunningFile = path.join(cache, 'running.json');
-// Not under the checkout: the namespaces (sd-e2e-N) and veth names (sdeN) are the
-// machine's, so two checkouts running at once must claim slots from one place (with
-// .cache/e2e/net each claimed slot 0 and the second removed the first's network).
-// /run is emptied at boot, like the namespaces themselves. test/e2e/netns.ts agrees.
-const machineDir = process.env.E2E_MACHINE_DIR ?? '/run/service-deploy-e2e';
-const slotsDir = path.join(machineDir, 'net');
-const lockDir = path.join(machineDir, 'run.lock');
-const arch = process.arch === 'arm64' ? 'arm64' : 'x64';
 const BUDGET_MS = Number(process.env.E2E_BUDGET_MS ?? 40 * 60_000);
 const ALL_SUITES = ['bullseye', 'bookworm', 'trixie'];
 const ALL_SCENARIOS = ['server', 'cloud-init', 'fleet'];
-const TOOLS = { debootstrap: 'debootstrap', 'systemd-nspawn': 'systemd-container', gpg: 'gnupg', 'dpkg-deb': 'dpkg', nsenter: 'util-linux', ss: 'iproute2', ip: 'iproute2', openssl: 'openssl' };
 const FLEET_TOOLS = { 'ansible-playbook': 'ansible-core', 'ansible-vault': 'ansible-core', 'ansible-lint': 'ansible-lint', ssh: 'openssh-client', 'ssh-keygen': 'openssh-client' };
 
 const say = (line) => process.stdout.write(`[e2e] ${line}\n`);
@@ -47,7 +31,6 @@ function fail(reason) {
   say(`error: ${reason}`);
   process.exit(1);
 }
-const has = (tool) => spawnSync('sh', ['-c', `command -v ${tool}`], { stdio: 'ignore' }).status === 0;
 const list = (value, all, name) => {
   const picked = (value ?? all.join(',')).split(/[\s,]+/).filter(Boolean);
   const bad = picked.filter((p) => !all.includes(p));
@@ -68,145 +51,16 @@ const jobs = [
 ];
 const parallel = Math.max(1, Number(process.env.E2E_PARALLEL ?? jobs.length));
 
-// --- can this machine run a booted container at all?
-if (process.platform !== 'linux') skip(`containers need Linux (this is ${process.platform})`);
-if (process.getuid?.() !== 0) skip('systemd-nspawn needs root (run as root, e.g. in CI)');
-if (!fs.existsSync('/sys/fs/cgroup')) skip('no cgroup filesystem at /sys/fs/cgroup');
-if (spawnSync('unshare', ['--mount', '--pid', '--uts', '--ipc', '--net', '--fork', 'true'], { stdio: 'ignore' }).status !== 0) {
-  skip('this machine does not allow new namespaces (unshare failed), so systemd-nspawn cannot work');
-}
-const wanted = { ...TOOLS, ...(scenarios.includes('fleet') ? FLEET_TOOLS : {}) };
-const missing = Object.entries(wanted).filter(([tool]) => !has(tool));
-if (missing.length > 0) {
-  if (!has('apt-get')) skip(`missing ${missing.map(([t]) => t).join(', ')} and no apt-get to install them`);
-  const pkgs = [...new Set(missing.map(([, p]) => p))];
-  say(`installing ${pkgs.join(' ')} with apt-get`);
-  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  const ok = spawnSync('apt-get', ['install', '-y', '-qq', '--no-install-recommends', ...pkgs], { stdio: 'inherit', env }).status === 0 ||
-    (spawnSync('apt-get', ['update', '-qq'], { stdio: 'inherit', env }).status === 0 &&
-      spawnSync('apt-get', ['install', '-y', '-qq', '--no-install-recommends', ...pkgs], { stdio: 'inherit', env }).status === 0);
-  const still = Object.keys(wanted).filter((tool) => !has(tool));
-  if (!ok || still.length > 0) skip(`could not install ${still.join(', ') || pkgs.join(', ')}: systemd-nspawn is not possible here`);
-}
+// --- can this machine run a booted container at all? (missing tools: apt-get)
+const unavailable = containersUnavailable({ ...CONTAINER_TOOLS, ...(scenarios.includes('fleet') ? FLEET_TOOLS : {}) }, say);
+if (unavailable) skip(unavailable);
 
 // --- one run at a time on this machine (it is shared; the runs are heavy)
-fs.mkdirSync(cache, { recursive: true });
-fs.mkdirSync(path.dirname(lockDir), { recursive: true });
-const alive = (pid) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
-const lockWaitStarted = Date.now();
-for (let told = false; ; ) {
-  try {
-    fs.mkdirSync(lockDir);
-    break;
-  } catch {
-    let holder = 0;
-    try {
-      holder = Number(fs.readFileSync(path.join(lockDir, 'pid'), 'utf8').trim());
-    } catch {}
-    if (!holder || !alive(holder)) {
-      if (holder || Date.now() - fs.statSync(lockDir).mtimeMs > 30_000) fs.rmSync(lockDir, { recursive: true, force: true });
-      else spawnSync('sleep', ['1']);
-      continue;
-    }
-    if (process.env.E2E_LOCK_WAIT === '0') fail(`another e2e run (pid ${holder}) is in progress; wait for it`);
-    if (!told) say(`another e2e run (pid ${holder}) is in progress; waiting for it (E2E_LOCK_WAIT=0: fail instead)`);
-    told = true;
-    spawnSync('sleep', ['5']);
-  }
-}
-fs.writeFileSync(path.join(lockDir, 'pid'), `${process.pid}\n`);
-if (Date.now() - lockWaitStarted > 10_000) say(`waited ${((Date.now() - lockWaitStarted) / 1000).toFixed(0)} s for the run lock`);
-
-const cmdline = (pid) => {
-  try {
-    return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-  } catch {
-    return '';
-  }
-};
+takeRunLock(say, fail);
 
 /** This run's id: the jobs' harnesses write it into their container and network records. */
 const runId = `${process.pid}-${Date.now()}`;
-
-/**
- * A harness of this run still alive after its job ended (its vitest was stopped by a
- * signal and the worker is going down, or lingers): waits 15 s, then ends it (we started it).
- */
-function endOwnHarness(record) {
-  if (record.runId !== runId || !record.harnessPid || record.harnessPid === process.pid) return;
-  const until = Date.now() + 15_000;
-  while (alive(record.harnessPid) && Date.now() < until) spawnSync('sleep', ['0.5']);
-  if (alive(record.harnessPid)) {
-    say(`ending this run's harness pid ${record.harnessPid} (its job is over)`);
-    try {
-      process.kill(record.harnessPid, 'SIGKILL');
-    } catch {}
-    spawnSync('sleep', ['0.5']);
-  }
-}
-
-/** Stops containers a killed run left behind (only the systemd-nspawn it started, by pid and root) and frees its networks. */
-function cleanLeftovers() {
-  const records = [];
-  for (const file of [legacyRunningFile, ...(fs.existsSync(runningDir) ? fs.readdirSync(runningDir).map((f) => path.join(runningDir, f)) : [])]) {
-    try {
-      records.push({ file, ...JSON.parse(fs.readFileSync(file, 'utf8')) });
-    } catch {
-      fs.rmSync(file, { force: true });
-    }
-  }
-  for (const state of records) {
-    endOwnHarness(state);
-    // We hold the run lock: whoever wrote this is gone, unless its harness still lives.
-    if (state.harnessPid && state.harnessPid !== process.pid && alive(state.harnessPid)) continue;
-    if (state.nspawnPid && cmdline(state.nspawnPid).includes('systemd-nspawn') && cmdline(state.nspawnPid).includes(state.root)) {
-      say(`stopping a container left by an earlier run (systemd-nspawn pid ${state.nspawnPid})`);
-      try {
-        process.kill(state.nspawnPid, 'SIGTERM');
-      } catch {}
-      const until = Date.now() + 20_000;
-      while (alive(state.nspawnPid) && Date.now() < until) spawnSync('sleep', ['0.5']);
-      for (const pid of [state.initPid, state.nspawnPid]) {
-        if (pid && alive(pid)) {
-          try {
-            process.kill(pid, 'SIGKILL');
-          } catch {}
-        }
-      }
-      spawnSync('sleep', ['1']);
-    }
-    const base = state.root ? path.dirname(state.root) : '';
-    if (base && path.dirname(base) === os.tmpdir() && path.basename(base).startsWith('sd-e2e-')) {
-      // The root is a loop-mounted image (test/e2e/container.ts): unmount, then remove.
-      if (spawnSync('mountpoint', ['-q', state.root]).status === 0 && spawnSync('umount', [state.root]).status !== 0) spawnSync('umount', ['-l', state.root]);
-      fs.rmSync(base, { recursive: true, force: true });
-    }
-    fs.rmSync(state.file, { force: true });
-  }
-  // Network slots (test/e2e/netns.ts) whose owner is gone: veth pair and namespace.
-  if (fs.existsSync(slotsDir)) {
-    for (const f of fs.readdirSync(slotsDir)) {
-      let slot;
-      try {
-        slot = JSON.parse(fs.readFileSync(path.join(slotsDir, f), 'utf8'));
-      } catch {
-        continue;
-      }
-      endOwnHarness({ runId: slot.runId, harnessPid: slot.pid });
-      if (slot.pid && alive(slot.pid)) continue;
-      if (/^sde\d+$/.test(slot.hostIf ?? '')) spawnSync('ip', ['link', 'del', slot.hostIf], { stdio: 'ignore' });
-      if (/^sd-e2e-\d+$/.test(slot.netns ?? '') && fs.existsSync(`/run/netns/${slot.netns}`)) spawnSync('ip', ['netns', 'del', slot.netns], { stdio: 'ignore' });
-      fs.rmSync(path.join(slotsDir, f), { force: true });
-    }
-  }
-}
+const cleanLeftovers = () => cleanMachine(runId, say);
 
 /** Runs one job's vitest, every output line prefixed with the job's name. */
 function runJob(job, env) {
@@ -280,7 +134,7 @@ try {
   const env = { ...process.env, PATH: `${path.join(repo, 'node_modules', '.bin')}:${process.env.PATH}` };
   // The signed release the e2e serves (docs/release.md): a --native build has no .xz.
   // E2E_DIST names another build's folder: served as it is, never rebuilt here.
-  if (!process.env.E2E_DIST && !['install.sh', 'SHA256SUMS.sig', `service-deploy-linux-${arch}.xz`].every((f) => fs.existsSync(path.join(repo, 'dist', f)))) {
+  if (releaseMissing()) {
     say('dist/ has no complete release: npm run build');
     execFileSync('npm', ['run', 'build'], { cwd: repo, stdio: 'inherit', env });
   }
@@ -304,7 +158,7 @@ try {
   disk.report();
 } finally {
   cleanLeftovers();
-  fs.rmSync(lockDir, { recursive: true, force: true });
+  releaseRunLock();
 }
 say(`${exitCode === 0 ? 'passed' : 'FAILED'} in ${((Date.now() - started) / 1000).toFixed(0)} s${exitCode === 0 ? '' : `: ${results.filter((r) => r.code !== 0).map((r) => r.job.name).join(', ')} failed`}`);
 process.exit(exitCode);

@@ -191,12 +191,17 @@ export interface ContainerOptions {
   binds?: Array<[string, string]>;
   /** Files to place before boot: container path -> content and mode, or a symbolic link (enabling a unit). */
   files?: ContainerFile[];
+  /**
+   * A cgroup folder of the host that systemd-nspawn starts in, so that the whole
+   * container is in it from its first process (the soak's memory limit: test/e2e/soak-host.ts).
+   */
+  cgroup?: string;
   log: (line: string) => void;
 }
 
 export class Container {
   readonly root: string;
-  private nspawnPid = 0;
+  private nspawnPidValue = 0;
   initPid = 0;
   private exited: Promise<void> = Promise.resolve();
   private nspawnLog: string;
@@ -215,13 +220,47 @@ export class Container {
     return this.options.net;
   }
 
-  private get runningFile(): string {
+  /** systemd-nspawn's pid: SIGTERM to it powers the container off in order (SIGTERM to the init re-executes systemd). */
+  get nspawnPid(): number {
+    return this.nspawnPidValue;
+  }
+
+  /** The folder holding the root's image (root.img), its mount point (root/) and nspawn.log. */
+  get baseDir(): string {
+    return path.dirname(this.root);
+  }
+
+  /** This container's record for scripts/e2e.mjs's clean-up after a killed run. */
+  get runningFile(): string {
     return path.join(RUNNING_DIR, `${path.basename(path.dirname(this.root))}.json`);
   }
 
-  private record(): void {
+  /**
+   * Shell lines (as root) that stop this container and remove what it took on the host:
+   * the container powered off through systemd-nspawn (SIGTERM to nspawn: an orderly
+   * poweroff; SIGTERM to the container's init would only make systemd re-execute itself),
+   * waited for, then the loop-mounted root image unmounted and its folder removed.
+   */
+  stopCommands(): string[] {
+    const base = this.baseDir;
+    return [
+      `kill -TERM ${this.nspawnPidValue}; while kill -0 ${this.nspawnPidValue} 2>/dev/null; do sleep 1; done`,
+      `umount ${this.root} 2>/dev/null || umount -l ${this.root}; rm -rf ${base} ${this.runningFile}`,
+    ];
+  }
+
+  private record(owner: { harnessPid: number; runId?: string } = { harnessPid: process.pid, runId: process.env.E2E_RUN_ID }): void {
     fs.mkdirSync(RUNNING_DIR, { recursive: true });
-    fs.writeFileSync(this.runningFile, JSON.stringify({ nspawnPid: this.nspawnPid, initPid: this.initPid || undefined, root: this.root, harnessPid: process.pid, runId: process.env.E2E_RUN_ID }) + '\n');
+    fs.writeFileSync(this.runningFile, JSON.stringify({ nspawnPid: this.nspawnPidValue, initPid: this.initPid || undefined, root: this.root, ...owner }) + '\n');
+  }
+
+  /**
+   * E2E_KEEP=1: the container outlives the harness. Its record names systemd-nspawn as
+   * its owner (and no run), so a later run's clean-up (scripts/e2e.mjs) leaves it alone
+   * while it is up, and removes what is left once it was stopped.
+   */
+  keep(): void {
+    this.record({ harnessPid: this.nspawnPidValue });
   }
 
   /** Unpacks a fresh copy of the root, places the files and boots it; waits for systemd. */
@@ -261,12 +300,15 @@ export class Container {
     // reads the console's pseudo-TTY; once its buffer is full, every write to /dev/console
     // blocks, PID 1's own included (cloud-final's output goes to journal+console), and the
     // whole container stops answering.
-    const child = spawn('systemd-nspawn', ['--register=no', '--keep-unit', '--console=read-only', `--machine=${this.options.hostname}`, ...network, ...binds, '-D', this.root, '-b'], {
+    const nspawn = ['systemd-nspawn', '--register=no', '--keep-unit', '--console=read-only', `--machine=${this.options.hostname}`, ...network, ...binds, '-D', this.root, '-b'];
+    // In a cgroup of its own: the shell moves itself there, then becomes systemd-nspawn.
+    const [command, ...args] = this.options.cgroup ? ['/bin/sh', '-c', 'echo $$ >"$0/cgroup.procs" && exec "$@"', this.options.cgroup, ...nspawn] : nspawn;
+    const child = spawn(command!, args, {
       stdio: ['ignore', out, out],
       detached: true,
     });
     fs.closeSync(out);
-    this.nspawnPid = child.pid ?? 0;
+    this.nspawnPidValue = child.pid ?? 0;
     this.exited = new Promise((resolve) => child.once('exit', () => resolve()));
     child.unref();
     this.record();
@@ -276,7 +318,7 @@ export class Container {
     while (!this.initPid) {
       if (child.exitCode !== null) throw new Error(`systemd-nspawn exited (${child.exitCode}):\n${this.bootLog()}`);
       if (Date.now() > deadline) throw new Error(`no systemd under systemd-nspawn after 30 s:\n${this.bootLog()}`);
-      this.initPid = findChild(this.nspawnPid, 'systemd') ?? 0;
+      this.initPid = findChild(this.nspawnPidValue, 'systemd') ?? 0;
       if (!this.initPid) await sleep(100);
     }
     this.record();
@@ -349,13 +391,13 @@ export class Container {
 
   /** Powers the container off (SIGTERM to nspawn = orderly shutdown), kills what is left, removes the root copy. */
   async destroy(): Promise<void> {
-    if (this.nspawnPid && alive(this.nspawnPid)) {
-      signal(this.nspawnPid, 'SIGTERM');
+    if (this.nspawnPidValue && alive(this.nspawnPidValue)) {
+      signal(this.nspawnPidValue, 'SIGTERM');
       await Promise.race([this.exited, sleep(20_000)]);
-      if (alive(this.nspawnPid)) {
+      if (alive(this.nspawnPidValue)) {
         this.options.log('systemd-nspawn did not stop within 20 s; killing it');
         if (this.initPid) signal(this.initPid, 'SIGKILL'); // ends every process of the container's PID namespace
-        signal(this.nspawnPid, 'SIGKILL');
+        signal(this.nspawnPidValue, 'SIGKILL');
         await Promise.race([this.exited, sleep(10_000)]);
       }
     }

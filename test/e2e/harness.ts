@@ -51,6 +51,8 @@ export interface WorldOptions {
   waitFor?: 'running' | 'manager';
   /** Bind the download caches (default: unless E2E_DOWNLOAD_CACHE=0). */
   downloadCaches?: boolean;
+  /** A host cgroup folder the container runs in (container.ts): the soak's memory limit. */
+  cgroup?: string;
 }
 
 /** The non-secret environment of the install in the e2e (sources.env): stand-in URLs, CA files. */
@@ -194,7 +196,7 @@ export async function bootServer(stage: Stage, options: WorldOptions & { files: 
       forwarder = new Forwarder(net.path, path.join(stage.work, `fwd-${net.index}`));
       await forwarder.addUrls(stage.egress.url, ...options.forwardUrls);
     }
-    container = await Container.boot({ tarball: rootfs.tarball, hostname: options.hostname ?? 'srv-e2e', binds, net, log, files: rootFiles, waitFor: options.waitFor });
+    container = await Container.boot({ tarball: rootfs.tarball, hostname: options.hostname ?? 'srv-e2e', binds, net, log, files: rootFiles, waitFor: options.waitFor, cgroup: options.cgroup });
     const sources = [container.hostPath('/etc/apt/sources.list'), ...listDir(container.hostPath('/etc/apt/sources.list.d'))];
     for (const file of sources) for (const host of aptSourceHosts(readOr(file))) stage.egress.allow(host);
     return { container, net, forwarder, bootMs: Date.now() - t, rootfsMs: rootfs.cached ? 0 : rootfs.ms };
@@ -204,6 +206,30 @@ export async function bootServer(stage: Stage, options: WorldOptions & { files: 
     net?.destroy();
     throw error;
   }
+}
+
+/**
+ * E2E_KEEP=1 for one server: hands its container record and network slot over to its
+ * systemd-nspawn (so later runs on this machine leave them alone while it is up) and
+ * returns what to print: how to enter it, and the commands (as
+ * root) that stop it and remove everything it holds on the host: systemd-nspawn ended
+ * with SIGTERM (an orderly poweroff; SIGTERM to the container's init only makes systemd
+ * re-execute itself), the loop-mounted root image unmounted and its folder removed, the
+ * network namespace and veth pair deleted and the slot freed. The stand-ins (AI gateway,
+ * MCP, setup server) end with the harness, so the kept server no longer reaches them.
+ */
+export function keepServer(server: BootedServer): string[] {
+  const c = server.container;
+  c.keep();
+  server.net?.handOver(c.nspawnPid);
+  const commands = [...c.stopCommands(), ...(server.net?.removeCommands() ?? [])];
+  return [
+    `E2E_KEEP=1: ${c.hostname} stays up (systemd-nspawn pid ${c.nspawnPid}, init pid ${c.initPid}, root ${c.root}${server.net ? `, address ${server.net.address}` : ''})`,
+    `  enter it:  nsenter -t ${c.initPid} -a bash`,
+    `  stop it and remove what it holds (as root, in this order):`,
+    ...commands.map((line) => `    ${line}`),
+    `  (later e2e runs leave it alone while it is up; once it is stopped they remove what is left)`,
+  ];
 }
 
 export async function shutdownServer(server: BootedServer): Promise<void> {
@@ -360,10 +386,10 @@ printf 'Python %s' "$(python3 -c 'import platform; print(platform.python_version
     const keep = process.env.E2E_KEEP === '1';
     for (const { name, close } of this.closers.reverse()) {
       if (keep && name === 'container') {
-        log(`E2E_KEEP=1: the container stays up: nsenter -t ${this.container.initPid} -a bash; stop it with: kill ${this.container.initPid}${this.server.net ? `; then: ip netns del ${this.server.net.netns}` : ''}`);
+        await this.server.forwarder?.close().catch(() => undefined);
+        for (const line of keepServer(this.server)) log(line);
         continue;
       }
-      if (keep && name === 'stage') continue;
       await close().catch((error: Error) => log(`teardown of ${name}: ${error.message}`));
     }
     for (const note of this.stage.notes) this.notes.push(note);
@@ -464,7 +490,7 @@ export function clientAddress(localAddress: string | undefined): string | undefi
  * loopback source address (each address is its own client for nginx's limits).
  * Resolves with the status, or with the error when the connection is dropped.
  */
-export function channelPost(options: { knock?: string; localAddress?: string; headers?: Record<string, string>; body?: string; timeoutMs?: number }): Promise<{ status?: number; body?: string; error?: string }> {
+export function channelPost(options: { knock?: string; localAddress?: string; headers?: Record<string, string>; body?: string; timeoutMs?: number }): Promise<{ status?: number; body?: string; headers?: Record<string, string | string[] | undefined>; error?: string }> {
   return new Promise((resolve) => {
     const body = options.body ?? '{"message":"hi"}';
     const req = https.request(
@@ -487,7 +513,7 @@ export function channelPost(options: { knock?: string; localAddress?: string; he
       (res) => {
         let text = '';
         res.on('data', (c) => (text += c));
-        res.on('end', () => resolve({ status: res.statusCode, body: text }));
+        res.on('end', () => resolve({ status: res.statusCode, body: text, headers: res.headers }));
       },
     );
     req.on('timeout', () => req.destroy(new Error('timeout')));

@@ -117,6 +117,22 @@ export class NetSlot {
     // once (unreachable) instead of waiting for a timeout.
   }
 
+  /**
+   * E2E_KEEP=1: the slot passes to `pid` (the kept container's systemd-nspawn), so no
+   * later run reclaims it while the container is up (reclaimIfStale, scripts/e2e.mjs).
+   */
+  handOver(pid: number): void {
+    const file = path.join(SLOTS_DIR, `slot-${this.index}.json`);
+    const tmp = `${file}.${process.pid}.tmp`;
+    fs.writeFileSync(tmp, JSON.stringify({ index: this.index, pid, netns: this.netns, hostIf: this.hostIf } satisfies SlotRecord) + '\n', { mode: 0o600 });
+    fs.renameSync(tmp, file);
+  }
+
+  /** Shell lines (as root) doing what destroy() does, for a container left up (E2E_KEEP=1). */
+  removeCommands(): string[] {
+    return [`ip link del ${this.hostIf}; ip netns del ${this.netns}; rm -f ${path.join(SLOTS_DIR, `slot-${this.index}.json`)}`];
+  }
+
   /** Removes the veth pair and the namespace and frees the slot. */
   destroy(): void {
     removeLinks(this.netns, this.hostIf);

@@ -4,10 +4,19 @@
 import { it } from 'vitest';
 import { log, seconds } from './harness.js';
 
+export interface StepOptions {
+  /**
+   * Nothing after this step builds on it (it leaves the server as it found it): its
+   * failure fails the job but does not skip the steps after it.
+   */
+  independent?: boolean;
+}
+
 export function scenarioSteps(explain: (error: Error) => Promise<string>) {
   let broken: string | undefined;
+  let failed: string | undefined;
   let reason: string | undefined;
-  function step(name: string, timeoutMs: number, fn: () => Promise<void>): void {
+  function step(name: string, timeoutMs: number, fn: () => Promise<void>, options: StepOptions = {}): void {
     it(name, async (ctx) => {
       if (broken) ctx.skip(`an earlier step failed: ${broken}`);
       const t = Date.now();
@@ -15,17 +24,20 @@ export function scenarioSteps(explain: (error: Error) => Promise<string>) {
         await fn();
         log(`ok   ${name} (${seconds(Date.now() - t)})`);
       } catch (error) {
-        broken = name;
+        if (!options.independent) broken = name;
         log(`FAIL ${name} (${seconds(Date.now() - t)})`);
         const explained = await explain(error as Error);
         // The first line says why; the run's summary prints it, since a CI log may keep
         // only the tail of the long diagnostics below it.
-        reason = explained.split('\n').find((line) => line.trim() !== '')?.trim().slice(0, 400);
+        if (!failed) {
+          failed = name;
+          reason = explained.split('\n').find((line) => line.trim() !== '')?.trim().slice(0, 400);
+        }
         throw new Error(explained, { cause: undefined });
       }
     }, timeoutMs);
   }
-  /** For the job's report: the step that failed and the first line of why (null when none did). */
-  const failure = () => ({ failedStep: broken ?? null, failureReason: reason ?? null });
+  /** For the job's report: the first step that failed and the first line of why (null when none did). */
+  const failure = () => ({ failedStep: failed ?? null, failureReason: reason ?? null });
   return { step, failure };
 }
