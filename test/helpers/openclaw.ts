@@ -63,7 +63,7 @@ export async function ensureOpenClaw(): Promise<string> {
 export interface FakeProvider {
   url: string;
   /** The messages of every chat completion request, in order. */
-  requests: Array<{ model: string; messages: Array<{ role: string; content: unknown }>; bytes: number; tools: number }>;
+  requests: Array<{ model: string; messages: Array<{ role: string; content: unknown }>; bytes: number; tools: number; toolNames: string[] }>;
   close(): Promise<void>;
 }
 
@@ -78,8 +78,9 @@ export async function startFakeProvider(): Promise<FakeProvider> {
         res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":{"message":"not found"}}');
         return;
       }
-      const json = JSON.parse(body) as { model: string; stream?: boolean; messages: Array<{ role: string; content: unknown }>; tools?: unknown[] };
-      requests.push({ model: json.model, messages: json.messages, bytes: Buffer.byteLength(body), tools: json.tools?.length ?? 0 });
+      const json = JSON.parse(body) as { model: string; stream?: boolean; messages: Array<{ role: string; content: unknown }>; tools?: Array<{ function?: { name?: string } }> };
+      const toolNames = (json.tools ?? []).map((tool) => tool.function?.name ?? '?');
+      requests.push({ model: json.model, messages: json.messages, bytes: Buffer.byteLength(body), tools: toolNames.length, toolNames });
       const said = /\] ([^\n]*)/.exec(lastUserText(json.messages))?.[1] ?? '';
       writeChatCompletion(res, json, `STAND-IN REPLY to: ${said}`);
     });
