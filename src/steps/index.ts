@@ -11,6 +11,7 @@ import { manifestStep } from './manifest.js';
 import { mcpStep } from './mcp.js';
 import { memoryIndexStep } from './memory-index.js';
 import { meshClientStep } from './mesh-client.js';
+import { nginxHardeningStep } from './nginx-hardening.js';
 import { nodeRuntimeStep } from './node-runtime.js';
 import { packageLockStep } from './package-lock.js';
 import { contextEngineStep, memoryStep } from './plugins.js';
@@ -25,6 +26,7 @@ export function installSteps(): Step[] {
     preflightStep,
     packageLockStep,
     systemPackagesStep,
+    nginxHardeningStep,
     nodeRuntimeStep,
     agentRuntimeStep,
     meshClientStep,
