@@ -184,8 +184,10 @@ export async function confinementStep(world: World, chat: (message: string) => P
   expect(exfil.attempts.filter((a) => a.outcome === 'no tool result' && a.offered), JSON.stringify(exfil.attempts, null, 1)).toEqual([]);
   expect(exfil.secretsInRequests).toEqual([]);
   expect(exfil.toolsOffered).not.toContain('exec');
-  // Issue 27 item 3: none of the node tools is offered.
+  // Issue 27 item 3: none of the node tools is offered. QMD's tools are (its MCP server
+  // runs under the gateway, reading its config and index through the sandbox's binds).
   expect(exfil.toolsOffered.filter((t) => NODE_TOOLS.includes(t)), exfil.toolsOffered.join(', ')).toEqual([]);
+  expect(exfil.toolsOffered.some((t) => /^qmd/.test(t)), exfil.toolsOffered.join(', ')).toBe(true);
   expect(exfil.controls.workspaceRead).toContain('E2E-WORKSPACE-NOTE 4711');
   expect(exfil.controls.mcp).toContain('no contacts (e2e stand-in)');
   expect(world.mcp.calls.length).toBeGreaterThan(0);

@@ -15,6 +15,7 @@ import { CHANNEL_PORT, GATEWAY_PORT, GATEWAY_UNIT, World, channelPost, log, seco
 import { runE2eDamages } from './damage.js';
 import { filesWithSecrets, scanWorldReadable } from './secrets.js';
 import { confinementStep } from './confinement.js';
+import { nginxHardened } from './nginx-hardening.js';
 import { memoryAfterRestore, memoryAndHeartbeat } from './memory.js';
 import { doctorWarnsLimits, limitsSkippedInContainer, meshPathRefusedEdgePathWorks } from './channel-edge.js';
 import { craftedArchivesOnRealRoot } from './crafted-archives.js';
@@ -224,6 +225,10 @@ test -f /root/.config/systemd/user/${GATEWAY_UNIT}.d/service-env.conf && echo "o
     expect(statuses[10]).toBe(429);
     report.rateLimit = statuses;
     report.edgePaths = await meshPathRefusedEdgePathWorks(world);
+  });
+
+  step('3b. nginx: nothing on port 80; its sandbox drop-in applied (exposure <= 5), reload, logs, log rotation and restart still work', 5 * 60_000, async () => {
+    report.nginx = await nginxHardened(world, chat);
   });
 
   step('4. re-run with the same answers: 0 changed, gateway not restarted', 5 * 60_000, async () => {
