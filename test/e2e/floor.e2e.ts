@@ -6,6 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect } from 'vitest';
+import { budget } from '../helpers/budget.js';
 import { cleanupTempDirs } from '../helpers/tmp.js';
 import { E2E_CACHE } from './artifacts.js';
 import { scenarioSteps } from './steps.js';
@@ -24,7 +25,7 @@ const { step, failure } = scenarioSteps(async (error) => `${world.masked(error.m
 beforeAll(async () => {
   log('setting up: artifacts, loopback stand-ins, a bullseye container');
   await world.open();
-}, 15 * 60_000);
+}, budget(15 * 60_000));
 
 afterAll(async () => {
   report.totalMs = Date.now() - started;

@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPO } from '../helpers/binary.js';
+import { budget } from '../helpers/budget.js';
 import { cleanupTempDirs } from '../helpers/tmp.js';
 import { E2E_CACHE } from './artifacts.js';
 import { DEFAULT_SUITE } from './container.js';
@@ -100,7 +101,7 @@ function failing(doctor: any): Array<{ id: string; status: string; message: stri
 beforeAll(async () => {
   log('setting up: artifacts, loopback stand-ins, container');
   await world.open();
-}, 15 * 60_000);
+}, budget(15 * 60_000));
 
 afterAll(async () => {
   report.totalMs = Date.now() - started;
