@@ -69,6 +69,9 @@ export const LAYOUT = {
   runtimeSecretsEnv: '/var/lib/service-deploy/runtime-secrets/gateway.env',
 
   nginxSite: '/etc/nginx/conf.d/service-channel.conf',
+  /** The sandbox for the nginx the install brought (steps/nginx-hardening.ts). */
+  nginxDropInDir: '/etc/systemd/system/nginx.service.d',
+  nginxHardeningDropIn: '/etc/systemd/system/nginx.service.d/service-deploy-hardening.conf',
   tlsDir: '/etc/service-deploy/tls',
   tlsCert: '/etc/service-deploy/tls/channel.crt',
   tlsKey: '/etc/service-deploy/tls/channel.key',
@@ -132,4 +135,5 @@ export const TEMP_DIRS: readonly string[] = [
   '/opt/service-deploy/plugins',
   LAYOUT.backupDir,
   '/etc/systemd/system',
+  LAYOUT.nginxDropInDir,
 ];

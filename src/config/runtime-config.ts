@@ -210,15 +210,25 @@ export const MCP_AUTHORIZATION_HEADER = `Bearer \${${MCP_TOKEN_ENV}}`;
 export const GATEWAY_TRUSTED_PROXIES = ['127.0.0.1', '::1'];
 
 /**
+ * Tools of bundled plugins OpenClaw enables by default that reach paired nodes: the
+ * file-transfer plugin's file_fetch, file_write, dir_list, dir_fetch and the ollama
+ * plugin's node_inference. `group:nodes` does not cover them (only `nodes` and
+ * `computer`); they came in through `group:plugins` (issue 27).
+ */
+export const NODE_TOOLS = ['file_fetch', 'file_write', 'dir_list', 'dir_fetch', 'node_inference'] as const;
+
+/**
  * The tool policy of a business assistant that takes untrusted chat: the MCP tools
  * (CRM, calendar, SMS/e-mail, QMD memory), the browser, memory and files inside the
  * workspace. No shell or process tools, no elevated exec, no control-plane tools
  * (gateway, cron/automations, plugins, nodes), no sub-agents or cross-session sends.
+ * Plugin tools by name, never `group:plugins`: that group admits every tool of every
+ * plugin OpenClaw enables, today's node tools and whatever a later release adds.
  */
 export const TOOL_POLICY = {
   profile: 'minimal',
-  alsoAllow: ['group:fs', 'group:memory', 'browser', 'bundle-mcp', 'group:plugins'],
-  deny: ['group:runtime', 'group:automation', 'group:nodes', 'gateway', 'cron', 'sessions_spawn', 'sessions_send', 'subagents', 'terminal', 'canvas', 'code_execution'],
+  alsoAllow: ['group:fs', 'group:memory', 'browser', 'bundle-mcp', 'lossless-claw'],
+  deny: ['group:runtime', 'group:automation', 'group:nodes', ...NODE_TOOLS, 'gateway', 'cron', 'sessions_spawn', 'sessions_send', 'subagents', 'terminal', 'canvas', 'code_execution'],
   fs: { workspaceOnly: true },
   // Every allowed tool offered directly (the list is short): no catalog search/call
   // tools that reach tools by name.
@@ -230,8 +240,12 @@ export const TOOL_POLICY = {
   sessions: { visibility: 'self' },
 } as const;
 
-/** Puts the confinement settings in place: managed values win, other user keys stay. */
-function applyConfinement(config: Record<string, any>): void {
+/**
+ * Puts the confinement settings in place, in place: managed values win, other user keys
+ * stay. The install (desiredRuntimeConfig) and the hourly guard (guard/confinement.ts)
+ * both call it, so they keep one tool policy.
+ */
+export function applyConfinement(config: Record<string, any>): void {
   const secrets = obj(config.secrets);
   config.secrets = { ...secrets, providers: { ...obj(secrets.providers), [SECRET_PROVIDER]: { ...SECRET_PROVIDER_CONFIG } } };
   const tools = obj(config.tools);

@@ -6,6 +6,7 @@ import { LAYOUT } from '../layout.js';
 import { ensureDirRecorded, writeDesired, writeRecorded, type DesiredFile } from '../pipeline/files.js';
 import { recordWrittenFile, restampRecorded } from '../pipeline/manifest.js';
 import { guardCron, guardScript, installSelf } from '../steps/guard.js';
+import { applyNginxHardening, nginxIsOurs, planNginxHardening } from '../steps/nginx-hardening.js';
 import { RUNTIME_CONFIG_RECORD, desiredFor, validateCandidate } from '../steps/runtime-config.js';
 import type { FileIssue } from './audit.js';
 import type { DoctorContext } from './context.js';
@@ -155,6 +156,18 @@ export const FIX_ACTIONS: readonly FixAction[] = [
       if (test.exitCode !== 0) throw new DeployError(`nginx -t fails: ${host.redactor.redact(test.stderr.trim())}`, 'fix the nginx configuration first');
       await host.services.restart('system', 'nginx');
       ctx.nginxRestarted = true;
+    },
+  },
+  {
+    id: 'nginx-hardening',
+    title: "disable Debian's default site and write nginx's sandbox drop-in (the nginx the install brought); nginx -t, restart nginx",
+    async run(ctx) {
+      const { host } = ctx;
+      if (!(await nginxIsOurs(host))) return false;
+      const { changes, plan } = await planNginxHardening(host);
+      if (changes.length === 0) return false;
+      await applyNginxHardening(host, plan);
+      if (plan.dropIn) ctx.nginxRestarted = true;
     },
   },
   {

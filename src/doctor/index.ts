@@ -21,6 +21,8 @@ import { memoryCheck } from './checks/memory.js';
 import { meshCheck } from './checks/mesh.js';
 import { nginxLimitConnCheck } from './checks/nginx-limit-conn.js';
 import { nginxCheck } from './checks/nginx.js';
+import { nginxDefaultSiteCheck } from './checks/nginx-default-site.js';
+import { nginxHardeningCheck } from './checks/nginx-hardening.js';
 import { nodeRuntimeCheck } from './checks/node-runtime.js';
 import { osCheck } from './checks/os.js';
 import { packageLockCheck } from './checks/package-lock.js';
@@ -31,6 +33,7 @@ import { secretsCheck } from './checks/secrets.js';
 import { runtimeConfigCheck } from './checks/runtime-config.js';
 import { storesCheck } from './checks/stores.js';
 import { tlsCertCheck } from './checks/tls-cert.js';
+import { toolPolicyCheck } from './checks/tool-policy.js';
 
 /** The checks, in the order they print (they run in parallel). Explicit, not discovered. */
 export const CHECKS: readonly Check[] = [
@@ -47,6 +50,7 @@ export const CHECKS: readonly Check[] = [
   gatewayAuthCheck,
   providersCheck,
   agentSettingsCheck,
+  toolPolicyCheck,
   configValidCheck,
   secretsCheck,
   runtimeConfigCheck,
@@ -55,6 +59,8 @@ export const CHECKS: readonly Check[] = [
   nginxCheck,
   nginxLimitConnCheck,
   tlsCertCheck,
+  nginxDefaultSiteCheck,
+  nginxHardeningCheck,
   channelLimitsCheck,
   channelPortCheck,
   guardCronCheck,

@@ -7,7 +7,7 @@ export type CheckStatus = 'pass' | 'warn' | 'fail' | 'skip' | 'crashed';
  * A safe repair `--fix` may run (Homebrew's "fix made of the exact commands"):
  * several findings can name the same action; it runs once, in FIX_ORDER.
  */
-export type FixActionId = 'files' | 'runtime-config' | 'cron' | 'guard' | 'nginx-site' | 'nginx-restart' | 'channel-limits' | 'gateway-restart';
+export type FixActionId = 'files' | 'runtime-config' | 'cron' | 'guard' | 'nginx-site' | 'nginx-restart' | 'nginx-hardening' | 'channel-limits' | 'gateway-restart';
 
 /** What a check returns when something is wrong: Homebrew's finding, Flutter's ValidationResult. */
 export interface Finding {

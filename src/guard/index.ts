@@ -8,6 +8,7 @@ import { RUNTIME_CONFIG_RECORD, validateCandidate } from '../steps/runtime-confi
 import { octal, writeRecorded } from '../pipeline/files.js';
 import { applyRuntimeSecrets, planRuntimeSecrets } from '../steps/runtime-secrets.js';
 import { channelFilesPlan, type ChannelFilesPlan } from './channel.js';
+import { enforceConfinement } from './confinement.js';
 import { appendGuardLog, syslog } from './log.js';
 import { enforceManagedAgent } from './managed.js';
 import { enforceRouting, type Restoration } from './routing.js';
@@ -31,7 +32,8 @@ export const GUARD_TAG = 'service-guard';
 
 /**
  * The hourly gateway enforcer. One at a time (a run lock); reads openclaw.json and
- * the stored answers, computes the routing the deployment wants (enforceRouting),
+ * the stored answers, computes the routing the deployment wants (enforceRouting), the
+ * managed agent settings (enforceManagedAgent) and the tool policy (enforceConfinement),
  * and only when something differs: validates the candidate with OpenClaw's own
  * validator, replaces the file atomically, restores the gateway's secret source, the
  * channel drop-in and channel.env mode, restarts the gateway once, and logs every restoration (secrets
@@ -113,8 +115,9 @@ async function enforce(host: Host, { answers, profile }: GuardInputs, options: G
   }
   const routed = enforceRouting(current, answers, profile);
   const managed = enforceManagedAgent(routed.config, answers, profile);
-  const config = managed.config;
-  const restorations = [...routed.restorations, ...managed.restorations];
+  const confined = enforceConfinement(managed.config);
+  const config = confined.config;
+  const restorations = [...routed.restorations, ...managed.restorations, ...confined.restorations];
   const configChanged = restorations.length > 0;
   const configMode = configInfo !== undefined && configInfo.mode !== 0o600;
   if (configMode) restorations.push({ what: `${LAYOUT.runtimeConfig} mode`, before: octal(configInfo.mode), after: '0600' });

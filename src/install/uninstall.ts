@@ -9,6 +9,7 @@ import { readManifest } from '../pipeline/manifest.js';
 import { readAddedPackages } from '../pipeline/packages.js';
 import { CHROME_KEY, CHROME_SOURCES } from '../steps/browser.js';
 import { removeChannelFirewall } from '../steps/channel-firewall.js';
+import { DEFAULT_SITE_FILE, DEFAULT_SITE_LINK, defaultSite, nginxIsOurs } from '../steps/nginx-hardening.js';
 import { keepBackupCopy, planBackup, writeBackup } from './backup.js';
 import { sweepLeftovers } from './leftovers.js';
 import { RESET_REMOVES } from './reset.js';
@@ -24,22 +25,27 @@ export interface UninstallRequest {
 /**
  * Everything the install writes, folders whole: the reset's list (runtime, state,
  * units, site, TLS, cron, guard, /opt/service-deploy, the mesh apt source...) and what
- * a reset keeps (logs, the browser's apt source, the channel firewall's files, /run,
- * the binary). Every path of the install manifest is added to it at run time.
+ * a reset keeps (logs, the browser's apt source, the channel firewall's files, nginx's
+ * sandbox drop-in, /run, the binary). Every path of the install manifest is added to it at run time.
  */
 export const UNINSTALL_REMOVES: readonly string[] = [
   ...RESET_REMOVES,
   LAYOUT.logDir,
   '/etc/service-deploy',
   LAYOUT.channelFirewallUnitFile,
+  LAYOUT.nginxHardeningDropIn,
   CHROME_SOURCES,
   CHROME_KEY,
   LAYOUT.runDir,
   LAYOUT.binary,
 ];
 
-/** root's systemd user folders, which the install made for its units: removed only when empty afterwards. */
-const PARENTS_IF_EMPTY = [LAYOUT.userUnitDir, '/root/.config/systemd'];
+/**
+ * root's systemd user folders, which the install made for its units, and nginx's drop-in
+ * folder (systemd's, shared with an operator's `systemctl edit nginx`): removed only when
+ * empty afterwards.
+ */
+const PARENTS_IF_EMPTY = [LAYOUT.userUnitDir, '/root/.config/systemd', LAYOUT.nginxDropInDir];
 
 /** Packages from the apt sources the install adds: ours even without a record. */
 const OWN_SOURCE_PACKAGES: Array<{ source: string; package: (c: ReturnType<typeof loadComponents>) => string }> = [
@@ -112,7 +118,7 @@ const UNINSTALL_COMMANDS = [
   'loginctl disable-linger root',
   'apt-get purge (the packages above, when apt removes nothing else with them)',
   'systemctl daemon-reload; systemctl --user daemon-reload',
-  'nginx -t, then reload nginx (when nginx stays)',
+  'nginx -t, then reload nginx (when nginx stays; restart when its sandbox drop-in was removed)',
 ];
 
 export async function runUninstall(request: UninstallRequest): Promise<void> {
@@ -161,6 +167,7 @@ async function uninstall(host: Host): Promise<UninstallResult> {
     host.log.info(`backup written and verified: ${backup} (copy: ${backupCopy})`);
   }
   const found = await inventory(host);
+  const nginxWasOurs = await nginxIsOurs(host);
 
   await host.services.disable('user', LAYOUT.gatewayUnit).catch(() => undefined);
   await host.services.disable('user', LAYOUT.qmdRefreshTimer).catch(() => undefined);
@@ -186,8 +193,13 @@ async function uninstall(host: Host): Promise<UninstallResult> {
   await host.services.daemonReload('system').catch(() => undefined);
   if (await host.exec.which('nginx')) {
     const test = await host.exec.run('nginx', ['-t'], { allowFailure: true });
-    if (test.exitCode === 0) await host.services.reload('system', 'nginx').catch(() => undefined);
+    // A sandbox applies at start: without its drop-in nginx runs as Debian configures it only after a restart.
+    const sandboxRemoved = found.paths.includes(LAYOUT.nginxHardeningDropIn);
+    if (test.exitCode === 0) await (sandboxRemoved ? host.services.restart('system', 'nginx') : host.services.reload('system', 'nginx')).catch(() => undefined);
     else left.push({ what: 'nginx configuration', why: 'nginx -t fails without our site; nginx was not reloaded (see nginx -t)' });
+    if (nginxWasOurs && (await defaultSite(host)).state === 'disabled' && (await host.files.exists(DEFAULT_SITE_FILE))) {
+      left.push({ what: `${DEFAULT_SITE_LINK} (not enabled)`, why: `nginx stays (see above), and Debian's default site stays disabled as the install left it (port 80 closed); enable it with: ln -s ${DEFAULT_SITE_FILE} ${DEFAULT_SITE_LINK} && systemctl reload nginx` });
+    }
   }
   removed.push(...(await removeEmptyParents(host, PARENTS_IF_EMPTY)));
   // The binary last (a running program's file can be unlinked; this run ends normally).

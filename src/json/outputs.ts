@@ -252,7 +252,7 @@ export const renderOutput = defineOutput({
 // ---- doctor, status, guard ------------------------------------------------------------
 
 const checkStatus = () => z.enum(['pass', 'warn', 'fail', 'skip', 'crashed']);
-const fixAction = () => z.enum(['files', 'runtime-config', 'cron', 'guard', 'nginx-site', 'nginx-restart', 'channel-limits', 'gateway-restart']);
+const fixAction = () => z.enum(['files', 'runtime-config', 'cron', 'guard', 'nginx-site', 'nginx-restart', 'nginx-hardening', 'channel-limits', 'gateway-restart']);
 const checkReport = () => z.object({
   id: z.string(),
   title: z.string(),

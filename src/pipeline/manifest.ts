@@ -61,6 +61,7 @@ export const MANAGED_PLACES: readonly string[] = [
   '/etc/service-deploy',
   LAYOUT.channelFirewallUnitFile,
   LAYOUT.nginxSite,
+  LAYOUT.nginxHardeningDropIn,
   LAYOUT.channelFirewallUnitFile,
   LAYOUT.guardCron,
   LAYOUT.guardScript,

@@ -12,6 +12,7 @@ import { mcpStep } from './mcp.js';
 import { memoryIndexStep } from './memory-index.js';
 import { memoryServiceStep } from './memory-service.js';
 import { meshClientStep } from './mesh-client.js';
+import { nginxHardeningStep } from './nginx-hardening.js';
 import { nodeRuntimeStep } from './node-runtime.js';
 import { packageLockStep } from './package-lock.js';
 import { contextEngineStep, memoryStep } from './plugins.js';
@@ -26,6 +27,7 @@ export function installSteps(): Step[] {
     preflightStep,
     packageLockStep,
     systemPackagesStep,
+    nginxHardeningStep,
     nodeRuntimeStep,
     agentRuntimeStep,
     meshClientStep,

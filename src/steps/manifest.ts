@@ -56,6 +56,8 @@ export function managedPaths(components: Components): ManagedPath[] {
     file(LAYOUT.tlsKey, 0o600),
     file(LAYOUT.tlsCert, 0o644),
     file(LAYOUT.nginxSite, 0o600),
+    // The sandbox of the nginx the install brought.
+    file(LAYOUT.nginxHardeningDropIn, 0o644),
     // Programs: the files that must be there and stay as installed.
     ...program(nodeFiles()),
     ...program(openclawFiles(components.openclaw.package)),

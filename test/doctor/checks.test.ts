@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { execa } from 'execa';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -32,6 +33,7 @@ async function check(id: string | Check): Promise<CheckReport> {
   return report!;
 }
 const config = () => JSON.parse(sb.read(LAYOUT.runtimeConfig)!);
+const DEBIAN_DEFAULT_SITE = 'server {\n\tlisten 80 default_server;\n\troot /var/www/html;\n}\n';
 const setConfig = (c: unknown) => sb.write(LAYOUT.runtimeConfig, JSON.stringify(c, null, 2), 0o600);
 const state = (name: string, content = '') => fs.writeFileSync(path.join(sb.state, name), content);
 
@@ -105,6 +107,9 @@ const BROKEN: Array<[string, () => void | Promise<void>, RegExp, RegExp, boolean
   ['secrets', () => { const c = config(); c.gateway.auth.token = SECRETS.apiKey; setConfig(c); }, /openclaw\.json holds the service API key in plain text; gateway\.auth\.token: plaintext pkt_\*\*\*\*/, /references back.*rotate it/, true],
   // An edited unit file: the files action writes it again (the sandbox is rated after that).
   ['gateway-sandbox', () => sb.write(LAYOUT.gatewayUnitFile, sb.read(LAYOUT.gatewayUnitFile)!.replace(/# ---- sandbox[\s\S]*?\n\[Install\]/, '[Install]')), /openclaw-gateway\.service is not the unit the install writes/, /write the unit again \(doctor --fix\)/, true],
+  ['tool-policy', () => { const c = config(); c.tools.alsoAllow.push('group:plugins'); c.tools.deny = c.tools.deny.filter((t: string) => t !== 'node_inference'); setConfig(c); }, /tools\.alsoAllow: .*group:plugins.*tools\.deny: /, /tool policy back/, true],
+  ['nginx-hardening', () => fs.rmSync(path.join(sb.root, LAYOUT.nginxHardeningDropIn)), /service-deploy-hardening\.conf is missing: nginx runs without its sandbox/, /write the drop-in again/, true],
+  ['nginx-default-site', () => { sb.write('/etc/nginx/sites-available/default', DEBIAN_DEFAULT_SITE, 0o644); fs.mkdirSync(path.join(sb.root, '/etc/nginx/sites-enabled'), { recursive: true }); fs.symlinkSync('/etc/nginx/sites-available/default', path.join(sb.root, '/etc/nginx/sites-enabled/default')); state('dpkg-conffiles', `nginx-common /etc/nginx/sites-available/default ${createHash('md5').update(DEBIAN_DEFAULT_SITE).digest('hex')}\n`); }, /Debian's default site is enabled again: nginx answers "Welcome to nginx!" on port 80/, /disable it again/, true],
   ['package-lock', () => undefined, /locked: pid \d+ \(\S*python3.* on \/var\/lib\/dpkg\/lock-frontend/s, /5 minutes/, false],
 ];
 
@@ -134,6 +139,25 @@ describe('each check: broken fixture fails (or warns) with its fix; healthy pass
       }
     });
   }
+
+  it('nginx-default-site: where nginx predates the install, Debian\'s site is a note to act on by hand; a site of the server\'s own passes', async () => {
+    // Not the install's nginx: not among the packages it added, no sandbox drop-in.
+    sb.write(LAYOUT.packagesFile, JSON.stringify({ packages: ['cron', 'nftables'] }), 0o600);
+    fs.rmSync(path.join(sb.root, LAYOUT.nginxHardeningDropIn));
+    expect((await check('nginx-hardening')).status).toBe('skip');
+    sb.write('/etc/nginx/sites-available/default', DEBIAN_DEFAULT_SITE, 0o644);
+    fs.mkdirSync(path.join(sb.root, '/etc/nginx/sites-enabled'), { recursive: true });
+    fs.symlinkSync('/etc/nginx/sites-available/default', path.join(sb.root, '/etc/nginx/sites-enabled/default'));
+    state('dpkg-conffiles', `nginx-common /etc/nginx/sites-available/default ${createHash('md5').update(DEBIAN_DEFAULT_SITE).digest('hex')}\n`);
+    const noted = await check('nginx-default-site');
+    expect([noted.status, noted.fixable]).toEqual(['warn', false]);
+    expect(noted.message).toMatch(/nginx was on this server before the install, so it is left as it is/);
+    expect(noted.commands).toEqual(['rm /etc/nginx/sites-enabled/default', 'nginx -t', 'systemctl reload nginx']);
+    sb.write('/etc/nginx/sites-available/default', DEBIAN_DEFAULT_SITE.replace('/var/www/html', '/srv/shop'), 0o644);
+    const own = await check('nginx-default-site');
+    expect(own.status).toBe('pass');
+    expect(own.message).toMatch(/a default site of the server's own is enabled \(.*changed from Debian's\)/);
+  });
 
   it('channel-port: a disabled ufw and a stopped firewalld are known without a process; running firewalld without the port still fails', async () => {
     sb.write('/etc/ufw/ufw.conf', 'ENABLED=no\n', 0o644);

@@ -7,6 +7,7 @@ import { expect } from 'vitest';
 import { REPO } from '../helpers/binary.js';
 import { runExfiltration } from './exfil.js';
 import { GATEWAY_UNIT, log, type World } from './harness.js';
+import { scanAsGateway } from './secrets.js';
 
 const USER_ENV = 'XDG_RUNTIME_DIR=/run/user/0';
 
@@ -127,7 +128,28 @@ export function doctorText(lines: string[]): string {
 /** What a finding of the runtime's doctor about our unit or config would say (its service audit's own words). */
 const OURS = /TimeoutStopSec|KillMode|RestartSec|network-online|StartLimit|RestartPreventExitStatus|differs from the installer value|unrecognized setting|Gateway service PATH|plaintext|gateway\.auth\.token|trusted.?prox|tools\.elevated|workspaceOnly|tools\.exec is configured|allowLegacyAuth|Missing env var/i;
 
-/** The e2e step (server.e2e.ts): exfiltration, controls, sandbox, the runtime's judges. */
+/**
+ * The files holding a secret value that the gateway may read (docs/security.md, "What the
+ * sandbox leaves readable"), with the secrets each holds: the source its SecretRefs
+ * resolve from. The scan must find exactly these: any other is a leak, and this one
+ * missing means the scan is blind.
+ */
+export const GATEWAY_READABLE_SECRETS: Record<string, string[]> = {
+  '/var/lib/service-deploy/runtime-secrets/secrets.json': ['apiKey'],
+};
+
+/** Issue 27 item 3: the node tools that came in through group:plugins (bundled file-transfer and ollama plugins). */
+export const NODE_TOOLS = ['file_fetch', 'file_write', 'dir_list', 'dir_fetch', 'node_inference'];
+
+/** A line from the middle of the channel's TLS key: found in a file, it means the key is there. */
+function tlsKeyLine(world: World): string | undefined {
+  const file = world.container.hostPath('/etc/service-deploy/tls/channel.key');
+  if (!fs.existsSync(file)) return undefined;
+  const lines = fs.readFileSync(file, 'utf8').split('\n').filter((l) => /^[A-Za-z0-9+/]{64}$/.test(l));
+  return lines[Math.floor(lines.length / 2)];
+}
+
+/** The e2e step (server.e2e.ts): exfiltration, controls, sandbox, the gateway's view of the disk, the runtime's judges. */
 export async function confinementStep(world: World, chat: (message: string) => Promise<{ reply: string }>, report: Record<string, unknown>): Promise<void> {
   const pid = Number(await world.userUnit('MainPID'));
   const exfil = await runExfiltration(world, chat, pid);
@@ -143,6 +165,15 @@ export async function confinementStep(world: World, chat: (message: string) => P
   log(`systemd-analyze security ${GATEWAY_UNIT}: exposure ${sandbox.exposure} (target <= 4.5)`);
   log(`  process: ${JSON.stringify(sandbox.status)}; writes from its namespace: ${JSON.stringify(sandbox.writes)}; browser processes in the unit: ${sandbox.browserProcesses.length}; the reported browser: ${JSON.stringify(sandbox.reportedBrowser)}; service managers' sockets inside: ${JSON.stringify(sandbox.managers)}`);
 
+  // Issue 27 item 2: as the gateway, every readable file against every secret value
+  // (the TLS key by a line of it).
+  const keyLine = tlsKeyLine(world);
+  if (keyLine) world.secrets.tlsKey = keyLine;
+  const scan = await scanAsGateway(world.container, pid, world.secrets);
+  report.gatewayScan = scan;
+  log(`as the gateway (its namespace, uid 0 without capabilities): ${scan.files} files (${(scan.bytes / 1024 ** 2).toFixed(0)} MiB) read in ${(scan.ms / 1000).toFixed(0)} s, ${scan.unreadable} not readable, ${scan.skipped.length} too large${scan.skipped.length ? ` (${scan.skipped.map((f) => f.path).join(', ')})` : ''}; secrets checked: ${Object.keys(world.secrets).join(', ')}`);
+  for (const f of scan.findings) log(`  readable with ${f.secrets.join(', ')}${f.compressed ? ' (inside its gzip)' : ''}: ${f.path}`);
+
   const judges = await runtimeJudges(world);
   report.runtimeJudges = judges;
   log(`openclaw config validate: exit ${judges.configValidate.exitCode}; secrets audit --check: exit ${judges.secretsAudit.exitCode}; security audit --deep: ${JSON.stringify(judges.securityAudit.summary)} ${judges.securityAudit.findings.map((f) => `${f.severity} ${f.checkId}`).join(', ')}`);
@@ -153,6 +184,10 @@ export async function confinementStep(world: World, chat: (message: string) => P
   expect(exfil.attempts.filter((a) => a.outcome === 'no tool result' && a.offered), JSON.stringify(exfil.attempts, null, 1)).toEqual([]);
   expect(exfil.secretsInRequests).toEqual([]);
   expect(exfil.toolsOffered).not.toContain('exec');
+  // Issue 27 item 3: none of the node tools is offered. QMD's tools are (its MCP server
+  // runs under the gateway, reading its config and index through the sandbox's binds).
+  expect(exfil.toolsOffered.filter((t) => NODE_TOOLS.includes(t)), exfil.toolsOffered.join(', ')).toEqual([]);
+  expect(exfil.toolsOffered.some((t) => /^qmd/.test(t)), exfil.toolsOffered.join(', ')).toBe(true);
   expect(exfil.controls.workspaceRead).toContain('E2E-WORKSPACE-NOTE 4711');
   expect(exfil.controls.mcp).toContain('no contacts (e2e stand-in)');
   expect(world.mcp.calls.length).toBeGreaterThan(0);
@@ -165,6 +200,9 @@ export async function confinementStep(world: World, chat: (message: string) => P
   for (const dir of ['/etc', '/usr', '/usr/local/bin', '/root']) expect(sandbox.writes[dir], dir).toMatch(/Read-only file system/);
   expect(sandbox.writes['/root/.openclaw']).toBe('writable');
   expect(sandbox.answersVisible).toBe(false);
+  // Issue 27 item 2: the gateway reads a secret only where it must.
+  expect(Object.fromEntries(scan.findings.map((f) => [f.path, f.secrets])), 'readable secret files as the gateway').toEqual(GATEWAY_READABLE_SECRETS);
+  expect(scan.skipped).toEqual([]);
   for (const [p, seen] of Object.entries(sandbox.managers)) expect(seen, `${p} inside the gateway's namespace`).toMatch(/^0 |No such file or directory|Permission denied/);
   const browserInUnit = sandbox.browserProcesses.length > 0 || sandbox.reportedBrowser?.inUnit === true;
   expect(browserInUnit, `${exfil.controls.browserStart}\nreported: ${JSON.stringify(sandbox.reportedBrowser)}\nin the unit: ${sandbox.processesInUnit.join(' | ')}`).toBe(true);

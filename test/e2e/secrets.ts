@@ -1,7 +1,8 @@
-// Secret scans of the e2e: process arguments during the run, the install log, and
-// every world-readable file of the container.
+// Secret scans of the e2e: process arguments during the run, the install log, every
+// world-readable file of the container, and every file the gateway itself can read.
 import fs from 'node:fs';
 import path from 'node:path';
+import { REPO } from '../helpers/binary.js';
 import type { Container } from './container.js';
 
 export type Secrets = Record<string, string>;
@@ -136,4 +137,42 @@ export async function filesWithSecrets(container: Container, secrets: Secrets, f
   const patterns = writePatterns(container, secrets);
   const out = await container.ok(`for f in ${files.map((f) => `'${f}'`).join(' ')}; do [ -f "$f" ] && grep -l -F -f ${patterns} -- "$f"; done; true`);
   return out.split('\n').filter(Boolean);
+}
+
+export interface GatewayScan {
+  /** Regular files read, files and folders it could not open, bytes read. */
+  files: number;
+  unreadable: number;
+  bytes: number;
+  /** Each readable file holding a secret value, with the secrets' names (compressed: found only unpacked, a .gz). */
+  findings: Array<{ path: string; secrets: string[]; compressed?: boolean }>;
+  /** Files too large to read (listed, never silently left out). */
+  skipped: Array<{ path: string; size: number }>;
+  ms: number;
+}
+
+const SCANNER = path.join(REPO, 'test', 'e2e', 'scripts', 'scan-as-gateway.mjs');
+
+/**
+ * Every file the gateway can read, searched for every secret value: the deployed Node
+ * runs scripts/scan-as-gateway.mjs inside the gateway's own mount and UTS namespaces
+ * (nsenter into its MainPID: the real unit's sandbox, not a look-alike) with its
+ * credentials (setpriv: uid 0 without a single capability, no_new_privs, as
+ * CapabilityBoundingSet= gives it). The secrets go in on stdin, never in a file or argv;
+ * the script's text is read outside the namespace and passed as its program.
+ */
+export async function scanAsGateway(container: Container, gatewayPid: number, secrets: Secrets): Promise<GatewayScan> {
+  const script = '/root/e2e/scan-as-gateway.mjs';
+  fs.copyFileSync(SCANNER, container.hostPath(script));
+  const asGateway = `nsenter -t ${gatewayPid} -m -u -- setpriv --reuid=0 --regid=0 --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs`;
+  const values = Object.fromEntries(Object.entries(secrets).filter(([, v]) => v.length >= 8));
+  const r = await container.sh(`${asGateway} /opt/service-deploy/node/bin/node --input-type=module -e "$(cat ${script})"`, { input: JSON.stringify(values), timeoutMs: 10 * 60_000 });
+  const last = r.stdout.trim().split('\n').pop() ?? '';
+  let report: Omit<GatewayScan, 'ms'>;
+  try {
+    report = JSON.parse(last);
+  } catch {
+    throw new Error(`the scan as the gateway gave no report (exit ${r.exitCode}): ${r.stderr.slice(-2000)}`);
+  }
+  return { ...report, ms: r.ms };
 }

@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPO } from '../helpers/binary.js';
+import { budget } from '../helpers/budget.js';
 import { cleanupTempDirs } from '../helpers/tmp.js';
 import { E2E_CACHE } from './artifacts.js';
 import { DEFAULT_SUITE } from './container.js';
@@ -15,6 +16,7 @@ import { CHANNEL_PORT, GATEWAY_PORT, GATEWAY_UNIT, World, channelPost, log, seco
 import { runE2eDamages } from './damage.js';
 import { filesWithSecrets, scanWorldReadable } from './secrets.js';
 import { confinementStep } from './confinement.js';
+import { nginxHardened } from './nginx-hardening.js';
 import { describeFootprint, footprint, memoryAfterRestore, memoryAndHeartbeat, memoryBoundFacts, noProcessPerChat } from './memory.js';
 import { doctorWarnsLimits, limitsSkippedInContainer, meshPathRefusedEdgePathWorks } from './channel-edge.js';
 import { craftedArchivesOnRealRoot } from './crafted-archives.js';
@@ -101,7 +103,7 @@ function failing(doctor: any): Array<{ id: string; status: string; message: stri
 beforeAll(async () => {
   log('setting up: artifacts, loopback stand-ins, container');
   await world.open();
-}, 15 * 60_000);
+}, budget(15 * 60_000));
 
 afterAll(async () => {
   report.totalMs = Date.now() - started;
@@ -230,6 +232,10 @@ test -f /root/.config/systemd/user/${GATEWAY_UNIT}.d/service-env.conf && echo "o
     expect(statuses[10]).toBe(429);
     report.rateLimit = statuses;
     report.edgePaths = await meshPathRefusedEdgePathWorks(world);
+  });
+
+  step('3b. nginx: nothing on port 80; its sandbox drop-in applied (exposure <= 5), reload, logs, log rotation and restart still work', 5 * 60_000, async () => {
+    report.nginx = await nginxHardened(world, chat);
   });
 
   step('4. re-run with the same answers: 0 changed, gateway not restarted', 5 * 60_000, async () => {

@@ -1,7 +1,11 @@
 // A scenario's steps: they build on each other, so once one fails the rest are skipped
 // (saying which failed); each logs ok/FAIL with its time, and a failure's message gets
-// the scenario's own diagnostics.
+// the scenario's own diagnostics. A step's time limit is a safety net against a hang,
+// scaled like every test budget with the machine's load and TEST_TIME_SCALE
+// (test/helpers/budget.ts): on a shared 2-core machine the first install's npm alone
+// took 11 minutes.
 import { it } from 'vitest';
+import { budget } from '../helpers/budget.js';
 import { log, seconds } from './harness.js';
 
 export interface StepOptions {
@@ -35,7 +39,7 @@ export function scenarioSteps(explain: (error: Error) => Promise<string>) {
         }
         throw new Error(explained, { cause: undefined });
       }
-    }, timeoutMs);
+    }, budget(timeoutMs));
   }
   /** For the job's report: the first step that failed and the first line of why (null when none did). */
   const failure = () => ({ failedStep: failed ?? null, failureReason: reason ?? null });

@@ -79,7 +79,8 @@ export async function startFakeProvider(): Promise<FakeProvider> {
         return;
       }
       const json = JSON.parse(body) as { model: string; stream?: boolean; messages: Array<{ role: string; content: unknown }>; tools?: Array<{ function?: { name?: string } }> };
-      requests.push({ model: json.model, messages: json.messages, bytes: Buffer.byteLength(body), tools: json.tools?.length ?? 0, toolNames: (json.tools ?? []).map((t) => t.function?.name ?? '?') });
+      const toolNames = (json.tools ?? []).map((tool) => tool.function?.name ?? '?');
+      requests.push({ model: json.model, messages: json.messages, bytes: Buffer.byteLength(body), tools: toolNames.length, toolNames });
       const said = /\] ([^\n]*)/.exec(lastUserText(json.messages))?.[1] ?? '';
       writeChatCompletion(res, json, `STAND-IN REPLY to: ${said}`);
     });

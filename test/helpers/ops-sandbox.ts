@@ -15,6 +15,7 @@ import { channelDropInContent, channelEnvContent, pluginFiles } from '../../src/
 import { managedPaths } from '../../src/steps/manifest.js';
 import { firewallFiles } from '../../src/steps/channel-firewall.js';
 import { gatewayUnitFile } from '../../src/steps/gateway-service.js';
+import { nginxHardeningDropIn } from '../../src/steps/nginx-hardening.js';
 import { guardCron, guardScript } from '../../src/steps/guard.js';
 import { qmdMcpUnitFile } from '../../src/steps/memory-service.js';
 import { SERVE_TARGET } from '../../src/steps/mesh-client.js';
@@ -99,6 +100,10 @@ export async function makeHealthySandbox(options: { channel?: boolean } = {}): P
   write(LAYOUT.lingerFile, '');
   for (const file of [guardScript(), guardCron(OPS_ANSWERS.meshHostname)]) write(file.path, file.content, file.mode);
   write(LAYOUT.binary, '#!/bin/sh\n', 0o755);
+  // The packages the install added (a fresh server): nginx among them, so the nginx is
+  // the install's, sandboxed (steps/nginx-hardening.ts), Debian's default site not enabled.
+  write(LAYOUT.packagesFile, `${JSON.stringify({ packages: [...components.systemPackages].sort() }, null, 2)}\n`, 0o600);
+  write(nginxHardeningDropIn().path, nginxHardeningDropIn().content, nginxHardeningDropIn().mode);
   if (channel) {
     write(LAYOUT.channelEnv, channelEnvContent({ ...CHANNEL, hostname: OPS_ANSWERS.meshHostname }), 0o600);
     write(LAYOUT.channelDropIn, channelDropInContent(), 0o644);

@@ -53,7 +53,7 @@ describe('install in a sandbox root', () => {
     expect(out.ok).toBe(true);
     expect(out.recap.failed).toBe(0);
     expect(out.steps.map((s: { id: string }) => s.id)).toEqual([
-      'preflight', 'package-lock', 'system-packages', 'node-runtime', 'agent-runtime', 'mesh-client', 'memory',
+      'preflight', 'package-lock', 'system-packages', 'nginx-hardening', 'node-runtime', 'agent-runtime', 'mesh-client', 'memory',
       'context-engine', 'mcp', 'browser', 'answers', 'channel-env', 'channel-plugin', 'channel-drop-in', 'channel-tls',
       'channel-nginx', 'channel-limits', 'channel-port', 'runtime-secrets', 'runtime-config', 'gateway-service', 'memory-index', 'memory-service', 'guard', 'manifest', 'health',
     ]);

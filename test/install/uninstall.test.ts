@@ -51,7 +51,7 @@ describe('uninstall', { timeout: 300_000 }, () => {
     const plan = jsonOutput('uninstall-plan', check.stdout);
     expect(plan.mode).toBe('check');
     expect(plan.backup.entries).toBeGreaterThan(0);
-    expect(plan.remove).toEqual(expect.arrayContaining(['/root/.openclaw', '/etc/nginx/conf.d/service-channel.conf', '/etc/apt/sources.list.d/google-chrome.list', '/usr/local/bin/service-deploy', '/var/log/service-deploy']));
+    expect(plan.remove).toEqual(expect.arrayContaining(['/root/.openclaw', '/etc/nginx/conf.d/service-channel.conf', '/etc/systemd/system/nginx.service.d/service-deploy-hardening.conf', '/etc/apt/sources.list.d/google-chrome.list', '/usr/local/bin/service-deploy', '/var/log/service-deploy']));
     expect(plan.purge).toEqual([...added].sort());
     const refused = await runBinary(['uninstall'], { env: sb.env() });
     expect(refused.exitCode).toBe(2);
@@ -64,7 +64,7 @@ describe('uninstall', { timeout: 300_000 }, () => {
     expect(out.backup).toMatch(/^\/tmp\/openclaw-backup-\d{8}-\d{6}\.tar\.gz$/);
     expect(out.backupCopy).toBe(`/var/backups/service-deploy/${path.basename(out.backup)}`);
     expect(out.purged).toEqual([...added].sort());
-    expect(out.removed).toEqual(expect.arrayContaining(['/root/.openclaw', '/var/lib/service-deploy', '/usr/local/bin/service-deploy', '/var/lib/systemd/linger/root', '/etc/systemd/system/service-channel-firewall.service']));
+    expect(out.removed).toEqual(expect.arrayContaining(['/root/.openclaw', '/var/lib/service-deploy', '/usr/local/bin/service-deploy', '/var/lib/systemd/linger/root', '/etc/systemd/system/service-channel-firewall.service', '/etc/systemd/system/nginx.service.d/service-deploy-hardening.conf', '/etc/systemd/system/nginx.service.d']));
     expect(out.left.map((l: { what: string }) => l.what)).toEqual([out.backup, '/var/backups/service-deploy/']);
 
     // The tree: what is new since before the install is the two backups and bare system folders.
