@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import * as esbuild from 'esbuild';
 import { describe, expect, it } from 'vitest';
-import { BINARY, NODE24, REPO, cleanEnv, requireBinary, runBinary } from './helpers/binary.js';
+import { BINARY, PINNED_NODE, REPO, cleanEnv, requireBinary, runBinary } from './helpers/binary.js';
 import { tempDir } from './helpers/tmp.js';
 import { jsonOutput } from './helpers/json-schemas.js';
 
@@ -54,7 +54,7 @@ describe('the single executable', () => {
     const env = cleanEnv({ NODE_OPTIONS: `--require ${payload}` });
 
     // Control: the same NODE_OPTIONS does inject into a plain Node of the same version.
-    await execa(NODE24, ['-e', '0'], { env, extendEnv: false });
+    await execa(PINNED_NODE, ['-e', '0'], { env, extendEnv: false });
     expect(fs.existsSync(marker)).toBe(true);
     fs.rmSync(marker);
 

@@ -19,7 +19,7 @@ export const NPM_VERSION = '11.21.2';
 const ARCH = process.arch === 'arm64' ? 'arm64' : 'x64';
 const DEB_ARCH = ARCH === 'arm64' ? 'arm64' : 'amd64';
 
-/** PATH with the pinned Node 24 and its npm first. */
+/** PATH with the pinned Node (package.json) and its npm first. */
 export function hostPath(): string {
   return `${path.join(REPO, 'node_modules', `node-linux-${ARCH}`, 'bin')}:${path.join(REPO, 'node_modules', '.bin')}:${process.env.PATH ?? '/usr/bin:/bin'}`;
 }
