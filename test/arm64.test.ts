@@ -53,7 +53,7 @@ describe(`the arm64 binary under qemu-user-static (arm64 libc: ${ARM64_LIBC})`, 
   it('names the Node it is built on: --version --verbose', async () => {
     const result = await arm64(['--version', '--verbose']);
     expect(result.exitCode, result.stderr).toBe(0);
-    expect(result.stdout).toMatch(new RegExp(`^service-deploy ${pkg.version}\\nNode\\.js ${ARM64_NODE.replaceAll('.', '\\.')} linux-arm64 \\(V8 [^,]+, OpenSSL [^)]+\\)\\n$`));
+    expect(result.stdout).toMatch(new RegExp(`^service-deploy ${pkg.version}\\nNode\\.js ${ARM64_NODE.replaceAll('.', '\\.')} linux-arm64 \\(V8 [^,]+, OpenSSL [^)]+\\)$`));
   }, TIMEOUT);
 
   // The build runs `--build-sea` with this machine's Node for both targets, while Node's

@@ -16,6 +16,18 @@ describe('the single executable', () => {
     expect(result.stdout.trim()).toBe(pkg.version);
   });
 
+  it('--version --verbose (either order, -V too) names the Node it is built on: the pinned node-linux-<arch>', async () => {
+    const lock = JSON.parse(fs.readFileSync(path.join(REPO, 'package-lock.json'), 'utf8'));
+    const node: string = lock.packages[`node_modules/node-linux-${process.arch}`].version;
+    for (const args of [['--version', '--verbose'], ['--verbose', '--version'], ['-V', '--verbose']]) {
+      const result = await runBinary(args);
+      expect(result.exitCode, args.join(' ')).toBe(0);
+      const [first, second] = result.stdout.split('\n');
+      expect(first).toBe(`service-deploy ${pkg.version}`);
+      expect(second).toMatch(new RegExp(`^Node\\.js ${node.replaceAll('.', '\\.')} linux-${process.arch} \\(V8 [^,]+, OpenSSL \\d+\\.\\d+\\.\\d+[^)]*\\)$`));
+    }
+  });
+
   it('runs from any folder and reads its embedded assets, not the repository', async () => {
     const dir = tempDir();
     const copy = path.join(dir, 'service-deploy');
