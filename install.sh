@@ -14,6 +14,14 @@
 # Anything that does not verify is refused and nothing is installed. docs/release.md:
 # how releases are signed and the key is kept and rotated.
 #
+# The binary's Node.js (25 and later) needs libatomic.so.1 (package libatomic1), which
+# minimal images lack. The install adds that package in its system-packages step, after
+# its preflight and its wait for the package manager; until then, where the binary
+# cannot start without it, it runs with the distribution's copy of the library, fetched
+# with `apt-get download` (checked by apt against the signed package lists; no package
+# manager lock taken, nothing installed) into this script's private temp folder, which
+# is removed when the binary ends.
+#
 # Environment:
 #   SERVICE_SETUP_URL             where install.sh, SHA256SUMS and the binaries are
 #                                 served (https only); default below
@@ -255,15 +263,61 @@ cleanup() {
   if [ -n "${TMP_DIR:-}" ]; then rm -rf "$TMP_DIR"; fi
 }
 
+# apt-get download of package $1 into folder $2 (as root: apt's sandbox user could not write there).
+download_package() {
+  (cd "$2" && apt-get -q -o APT::Sandbox::User=root download "$1" >&2)
+}
+
+# The library folder the binary needs for this run (see the header), or empty: it starts as it is.
+LIBRARY_DIR=""
+
+# Makes sure the installed binary starts; where it cannot for lack of libatomic.so.1
+# alone, sets LIBRARY_DIR to the distribution's copy of the library (the header says why).
+prepare_libraries() {
+  local out deb lib
+  if out="$("$INSTALL_PATH" --version 2>&1 >/dev/null)"; then return 0; fi
+  case "$out" in
+    *libatomic.so.1*) ;;
+    *) fatal "${INSTALL_PATH} does not start on this machine: ${out%%$'\n'*}" ;;
+  esac
+  if ! command -v apt-get >/dev/null 2>&1 || ! command -v dpkg-deb >/dev/null 2>&1; then
+    fatal "${BIN_NAME} needs libatomic.so.1 (Node.js), which this machine lacks: install the package libatomic1 and run install.sh again"
+  fi
+  info "${BIN_NAME} needs libatomic.so.1 (Node.js), which this machine lacks: this run uses the copy in the distribution's libatomic1 package; the install adds the package"
+  mkdir -m 0700 "$TMP_DIR/libatomic"
+  # Package lists that are missing or stale (a fresh image) are fetched once.
+  if ! download_package libatomic1 "$TMP_DIR/libatomic"; then
+    if ! apt-get -q -o DPkg::Lock::Timeout=300 update >&2 || ! download_package libatomic1 "$TMP_DIR/libatomic"; then
+      fatal "could not fetch the package libatomic1 with apt-get download: install it (apt-get install libatomic1) and run install.sh again"
+    fi
+  fi
+  for deb in "$TMP_DIR"/libatomic/libatomic1_*.deb; do
+    dpkg-deb -x "$deb" "$TMP_DIR/libatomic/root" || fatal "could not unpack $(basename "$deb")"
+  done
+  lib="$(find "$TMP_DIR/libatomic/root" -name libatomic.so.1 | head -n 1)"
+  [ -n "$lib" ] || fatal "the package libatomic1 holds no libatomic.so.1: install it (apt-get install libatomic1) and run install.sh again"
+  LIBRARY_DIR="$(dirname "$lib")"
+  out="$(LD_LIBRARY_PATH="$LIBRARY_DIR" "$INSTALL_PATH" --version 2>&1 >/dev/null)" ||
+    fatal "${INSTALL_PATH} does not start on this machine, even with libatomic1's library: ${out%%$'\n'*}"
+}
+
 run_binary() {
   # Under `curl | bash` our stdin is the pipe: prompts must read the terminal instead.
+  local input=/dev/null
   if [ -t 0 ]; then
-    exec "$INSTALL_PATH" "$@"
+    input=/dev/stdin
   elif { : </dev/tty; } 2>/dev/null; then
-    exec "$INSTALL_PATH" "$@" </dev/tty
-  else
-    exec "$INSTALL_PATH" "$@" </dev/null
+    input=/dev/tty
   fi
+  if [ -z "$LIBRARY_DIR" ]; then
+    cleanup
+    trap - EXIT
+    exec "$INSTALL_PATH" "$@" <"$input"
+  fi
+  # The library lives in our temp folder: it stays for the run, and goes after it (trap).
+  local status=0
+  LD_LIBRARY_PATH="$LIBRARY_DIR" "$INSTALL_PATH" "$@" <"$input" || status=$?
+  exit "$status"
 }
 
 main() {
@@ -275,8 +329,7 @@ main() {
   TMP_DIR="$(mktemp -d)"
   trap cleanup EXIT
   download_and_verify
-  cleanup
-  trap - EXIT
+  prepare_libraries
   report_answers "$@"
   run_binary "$@"
 }

@@ -60,7 +60,7 @@ for (const name of ['bench-install', 'bench-ops', 'bench-download']) {
   await esbuild.build({
     entryPoints: [path.join(repo, `scripts/${name}.ts`)],
     outfile: path.join(repo, `build/${name}.mjs`),
-    bundle: true, platform: 'node', format: 'esm', target: 'node24', packages: 'external', logLevel: 'warning',
+    bundle: true, platform: 'node', format: 'esm', target: 'node26', packages: 'external', logLevel: 'warning',
   });
 }
 for (const script of ['build/bench-install.mjs', 'build/bench-ops.mjs', 'build/bench-download.mjs', 'scripts/bench-channel.mjs']) {

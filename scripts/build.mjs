@@ -3,11 +3,15 @@
 //   1. bundle src/ with esbuild, split at every dynamic import() into chunks (ESM, the
 //      only format esbuild splits), each turned into CommonJS for the SEA loader
 //      (scripts/sea-main.cjs), which compiles a chunk only when it is first required;
-//   2. for each target (linux-x64, linux-arm64): a SEA blob from sea-config.json with
-//      every file of templates/ embedded as an asset, a stripped copy of the pinned
-//      Node binary (npm packages node-linux-<arch>, integrity from package-lock.json),
-//      the blob injected with postject (strip first: stripping after injection
-//      destroys the blob);
+//   2. for each target (linux-x64, linux-arm64): a stripped copy of the pinned Node
+//      binary (npm packages node-linux-<arch>, integrity from package-lock.json; made once
+//      per release, under build/), then Node's own single-executable build
+//      (`node --build-sea`, run by the pinned Node of this machine) with sea-config.json,
+//      every file of templates/ embedded as an asset, writing the executable straight
+//      from that stripped copy (strip first: stripping after the build destroys the
+//      blob). The Node that builds must be the target's release (Node's SEA docs); the
+//      arm64 package can lag behind the x64 one (docs/release.md), and test/arm64.test.ts
+//      checks that the arm64 executable is byte for byte the one its own Node makes;
 //   3. dist/service-deploy-linux-<arch>.xz (what install.sh downloads where xz exists;
 //      cached by content), dist/service-deploy (this machine's arch), dist/SHA256SUMS;
 //   4. the release signature: dist/SHA256SUMS.sig (ECDSA P-256 over SHA-256, DER: what
@@ -33,7 +37,6 @@ const esmDir = path.join(build, 'esm');
 const chunksDir = path.join(build, 'chunks');
 const pkg = JSON.parse(fs.readFileSync(path.join(repo, 'package.json'), 'utf8'));
 const lock = JSON.parse(fs.readFileSync(path.join(repo, 'package-lock.json'), 'utf8'));
-const SENTINEL = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2';
 const TARGETS = [
   { arch: 'x64', strip: ['strip', 'x86_64-linux-gnu-strip', 'llvm-strip'] },
   { arch: 'arm64', strip: ['aarch64-linux-gnu-strip', 'llvm-strip'] },
@@ -107,7 +110,7 @@ async function bundle() {
     splitting: true,
     platform: 'node',
     format: 'esm',
-    target: 'node24',
+    target: 'node26',
     // Full minification: a smaller script parses faster, and cold start is measured.
     minify: true,
     sourcemap: 'linked',
@@ -148,7 +151,7 @@ async function bundle() {
       bundle: false,
       platform: 'node',
       format: 'cjs',
-      target: 'node24',
+      target: 'node26',
       minify: true,
       sourcemap: 'external',
       sourcesContent: false,
@@ -199,7 +202,6 @@ function buildTarget({ arch, strip }) {
   const config = {
     ...base,
     main: path.join(repo, base.main),
-    output: path.join(build, `sea-prep-${arch}.blob`),
     // Node's own code cache of the loader: as above, only for a native build.
     useCodeCache: base.useCodeCache && arch === hostArch,
     assets: {
@@ -212,31 +214,70 @@ function buildTarget({ arch, strip }) {
       ),
     },
   };
-  const configPath = path.join(build, `sea-config-${arch}.json`);
-  fs.writeFileSync(configPath, JSON.stringify(config, null, 2));
-  execFileSync(process.execPath, ['--experimental-sea-config', configPath], { stdio: ['ignore', 'ignore', 'inherit'] });
-  const blob = fs.readFileSync(config.output);
-
-  const { binary, integrity } = nodeBinary(arch);
+  const { binary, integrity, version } = nodeBinary(arch);
   const out = path.join(dist, `service-deploy-linux-${arch}`);
+  const work = path.join(build, `service-deploy-linux-${arch}.${process.pid}`); // concurrent builds must not share it
+  config.executable = strippedNode(arch, binary, integrity, strip);
+  config.output = work;
+  const configPath = path.join(build, `sea-config-${arch}.json`);
+  fs.writeFileSync(configPath, JSON.stringify({ ...config, output: out }, null, 2));
+  // Everything the executable is made of: an unchanged set skips the build (a stamp per target).
   const stampPath = path.join(build, `stamp-${arch}`);
-  const stamp = sha256(Buffer.concat([blob, Buffer.from(integrity)]));
+  const inputs = createHash('sha256').update(JSON.stringify({ ...config, output: undefined, executable: integrity }));
+  for (const file of [config.main, ...Object.values(config.assets)]) inputs.update(fs.readFileSync(file));
+  const stamp = inputs.digest('hex');
   if (fs.existsSync(out) && fs.existsSync(stampPath) && fs.readFileSync(stampPath, 'utf8') === stamp) return out;
 
-  const work = path.join(build, `node-${arch}.${process.pid}`); // concurrent builds must not share it
-  fs.copyFileSync(binary, work);
-  fs.chmodSync(work, 0o755);
-  const stripper = strip.find(commandExists);
-  if (!stripper) throw new Error(`no strip for ${arch}: install one of ${strip.join(', ')} (Debian: binutils-aarch64-linux-gnu)`);
-  execFileSync(stripper, [work]);
-  fs.writeFileSync(path.join(build, `node-${arch}.stripped-size`), String(fs.statSync(work).size));
-  const postject = path.join(repo, 'node_modules/postject/dist/cli.js');
-  execFileSync(process.execPath, [postject, work, 'NODE_SEA_BLOB', config.output, '--sentinel-fuse', SENTINEL], {
-    stdio: ['ignore', 'ignore', 'ignore'],
-  });
-  fs.renameSync(work, out);
+  const builder = builderFor(arch, version);
+  fs.writeFileSync(`${configPath}.work`, JSON.stringify(config, null, 2));
+  try {
+    execFileSync(builder, ['--build-sea', `${configPath}.work`], { stdio: ['ignore', 'ignore', 'inherit'] });
+    fs.chmodSync(work, 0o755);
+    fs.renameSync(work, out);
+  } finally {
+    fs.rmSync(work, { force: true });
+    fs.rmSync(`${configPath}.work`, { force: true });
+  }
   fs.writeFileSync(stampPath, stamp);
   return out;
+}
+
+/**
+ * The Node that runs `--build-sea` for `arch`: the pinned Node of this machine (x64 for
+ * arm64 too: a build makes both). Node's docs want the building Node to be the target's
+ * release; where the arm64 package lags behind (26.12.0 for 26.12.1: docs/release.md), the
+ * release line must match and test/arm64.test.ts proves the result is the one the arm64
+ * Node makes itself. A different release line is refused: the blob format may differ.
+ */
+function builderFor(arch, version) {
+  const own = nodeBinary(hostArch);
+  const line = (v) => v.split('.').slice(0, 2).join('.');
+  if (line(own.version) !== line(version)) {
+    throw new Error(`node-linux-${arch}@${version} and node-linux-${hostArch}@${own.version} are not one release line: pin both to the same ${line(own.version)}.x in package.json`);
+  }
+  return own.binary;
+}
+
+/**
+ * A stripped copy of the pinned Node for `arch`, made once per release under build/ (the
+ * name carries the package's integrity); its size goes to build/node-<arch>.stripped-size
+ * for the bench.
+ */
+function strippedNode(arch, binary, integrity, strip) {
+  const key = createHash('sha256').update(integrity).digest('hex').slice(0, 16);
+  const stripped = path.join(build, `node-${arch}.${key}.stripped`);
+  if (!fs.existsSync(stripped)) {
+    for (const old of fs.readdirSync(build).filter((f) => f.startsWith(`node-${arch}.`) && f.endsWith('.stripped'))) fs.rmSync(path.join(build, old), { force: true });
+    const stripper = strip.find(commandExists);
+    if (!stripper) throw new Error(`no strip for ${arch}: install one of ${strip.join(', ')} (Debian: binutils-aarch64-linux-gnu)`);
+    const partial = `${stripped}.partial-${process.pid}`;
+    fs.copyFileSync(binary, partial);
+    fs.chmodSync(partial, 0o755);
+    execFileSync(stripper, [partial]);
+    fs.renameSync(partial, stripped);
+  }
+  fs.writeFileSync(path.join(build, `node-${arch}.stripped-size`), String(fs.statSync(stripped).size));
+  return stripped;
 }
 
 /**
@@ -329,13 +370,17 @@ function signRelease() {
   return keyFile ? 'the release key' : 'a throwaway development key, build/dev-signing-key.pem: not a release';
 }
 
-/** The pinned Node binary for `arch`, checked against package-lock.json's integrity. */
+/** The pinned Node binary for `arch` (and its version), checked against package-lock.json. */
 function nodeBinary(arch) {
   const name = `node-linux-${arch}`;
   const entry = lock.packages[`node_modules/${name}`];
   if (!entry?.integrity) throw new Error(`${name} is not pinned in package-lock.json`);
   const installed = path.join(repo, 'node_modules', name, 'bin', 'node');
-  if (fs.existsSync(installed)) return { binary: installed, integrity: entry.integrity };
+  if (fs.existsSync(installed)) {
+    const have = JSON.parse(fs.readFileSync(path.join(repo, 'node_modules', name, 'package.json'), 'utf8')).version;
+    if (have !== entry.version) throw new Error(`node_modules/${name} is ${have}, package-lock.json pins ${entry.version}: run npm ci`);
+    return { binary: installed, integrity: entry.integrity, version: entry.version };
+  }
   // Another arch's package is skipped by npm install (os/cpu): fetch its tarball and verify it.
   const cache = path.join(repo, '.cache', `${name}-${entry.version}`);
   const binary = path.join(cache, 'package', 'bin', 'node');
@@ -350,7 +395,7 @@ function nodeBinary(arch) {
     if (actual !== expected) throw new Error(`${name}@${entry.version}: integrity mismatch (got ${algo}-${actual})`);
     execFileSync('tar', ['-xzf', tarball, '-C', cache]);
   }
-  return { binary, integrity: entry.integrity };
+  return { binary, integrity: entry.integrity, version: entry.version };
 }
 
 function commandExists(command) {

@@ -12,7 +12,7 @@ const out = path.join(repo, 'build', 'json-schemas.mjs');
 await esbuild.build({
   stdin: { contents: "export { OUTPUTS } from './src/json/outputs.ts'; export { jsonSchemaOf } from './src/json/define.ts';", resolveDir: repo, loader: 'ts' },
   outfile: out,
-  bundle: true, platform: 'node', format: 'esm', target: 'node24', packages: 'external', logLevel: 'warning',
+  bundle: true, platform: 'node', format: 'esm', target: 'node26', packages: 'external', logLevel: 'warning',
 });
 const { OUTPUTS, jsonSchemaOf } = await import(pathToFileURL(out).href);
 const dir = path.join(repo, 'schemas');

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the tests use (real nginx, openssl, shellcheck, a strip
-# for the arm64 build and qemu with arm64 libraries to run it, python3 for fcntl lock
+# for the arm64 build and qemu with arm64 libraries to run it (libatomic too: Node.js links
+# it from 25 on, on both architectures), python3 for fcntl lock
 # holders and the pty driver, nftables for the channel's firewall table, loaded only in
 # network namespaces the tests make), when missing. Idempotent.
 # Waits (up to 5 minutes, TEST_DEPS_LOCK_WAIT_S) for another apt/dpkg holding the
 # package manager, saying who holds it. TEST_DEPS_PACKAGES and TEST_DEPS_LOCKS replace
 # the package list and the lock files (for the script's own test).
 set -euo pipefail
-read -r -a packages <<<"${TEST_DEPS_PACKAGES:-nginx openssl shellcheck binutils-aarch64-linux-gnu qemu-user-static libc6-arm64-cross libstdc++6-arm64-cross python3 file curl nftables sudo}"
+read -r -a packages <<<"${TEST_DEPS_PACKAGES:-nginx openssl shellcheck binutils-aarch64-linux-gnu qemu-user-static libc6-arm64-cross libstdc++6-arm64-cross libatomic1-arm64-cross libatomic1 python3 file curl nftables sudo}"
 if [ -z "${TEST_DEPS_PACKAGES:-}" ]; then
   # Debian's cloud-init runs `cloud-init schema` on examples/cloud-init/user-data.yaml: its
   # Python libraries are installed, the package itself only unpacked (below).

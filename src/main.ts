@@ -16,8 +16,13 @@ for (const stream of [process.stdout, process.stderr]) {
 const BARE = ['guard', 'doctor', 'status'];
 
 const args = process.argv.slice(2);
-if (args.length === 1 && (args[0] === '--version' || args[0] === '-V')) {
+const isVersion = (arg: string | undefined): boolean => arg === '--version' || arg === '-V';
+if (args.length === 1 && isVersion(args[0])) {
   process.stdout.write(`${SERVICE_DEPLOY_VERSION}\n`);
+} else if (args.length === 2 && args.includes('--verbose') && args.some(isVersion)) {
+  // The Node.js the binary is built on: its security releases are ours (docs/release.md).
+  const { node, v8, openssl } = process.versions;
+  process.stdout.write(`service-deploy ${SERVICE_DEPLOY_VERSION}\nNode.js ${node} linux-${process.arch} (V8 ${v8}, OpenSSL ${openssl})\n`);
 } else if (args.length === 1 && BARE.includes(args[0]!)) {
   // `service-deploy guard` (the hourly cron), `doctor`, `status`: nothing to parse (bare.ts).
   void import('./bare.js').then(({ runBare }) => runBare(args[0]!));

@@ -281,6 +281,94 @@ describe('install.sh', () => {
     expect(http.stderr).toContain('must be an https:// URL');
   });
 
+  describe('a machine without libatomic.so.1 (Node.js 25 and later needs it; minimal images lack it)', () => {
+    /** A binary that, like the real one there, cannot start unless LD_LIBRARY_PATH holds libatomic.so.1; it records its run. */
+    const needsLibatomic = (exitCode = 0) =>
+      [
+        '#!/bin/sh',
+        'if [ ! -f "${LD_LIBRARY_PATH:-/nonexistent}/libatomic.so.1" ]; then',
+        '  echo "$0: error while loading shared libraries: libatomic.so.1: cannot open shared object file: No such file or directory" >&2; exit 127',
+        'fi',
+        'if [ "$*" = --version ]; then echo 0.1.0; exit 0; fi',
+        `printf '%s\\n' "$@" > "${marker}"`,
+        // Where the library came from: its folder's mode (0700: root's alone) and content.
+        `{ stat -c %a "$LD_LIBRARY_PATH/../../../.."; cat "$LD_LIBRARY_PATH/libatomic.so.1"; printf '%s\\n' "$LD_LIBRARY_PATH"; } > "${marker}.lib"`,
+        `exit ${exitCode}`,
+        '',
+      ].join('\n');
+
+    /** Stand-in apt-get (records its calls): `download` copies the package into the current folder, after `update` only when `lists` is 'stale'. */
+    function aptTools(lists: 'fresh' | 'stale' | 'broken'): { dir: string; calls: () => string[] } {
+      const dir = tempDir('sd-apt-');
+      const stage = path.join(tempDir('sd-deb-'), 'pkg');
+      const libDir = path.join(stage, 'usr/lib/x86_64-linux-gnu');
+      fs.mkdirSync(libDir, { recursive: true });
+      fs.mkdirSync(path.join(stage, 'DEBIAN'));
+      fs.writeFileSync(path.join(libDir, 'libatomic.so.1'), 'the distribution\'s libatomic\n');
+      fs.writeFileSync(path.join(stage, 'DEBIAN/control'), 'Package: libatomic1\nVersion: 12.2.0-14\nArchitecture: all\nMaintainer: test <t@invalid>\nDescription: stand-in\n');
+      const deb = path.join(dir, 'libatomic1_12.2.0-14_all.deb');
+      execFileSync('dpkg-deb', ['--root-owner-group', '--build', stage, deb], { stdio: 'ignore' });
+      const log = path.join(dir, 'calls.log');
+      fs.writeFileSync(
+        path.join(dir, 'apt-get'),
+        [
+          '#!/bin/sh',
+          `echo "$*" >> "${log}"`,
+          'for a in "$@"; do last="$a"; done',
+          `case "$*" in *" update") touch "${dir}/updated"; exit 0 ;; esac`,
+          `if [ "${lists}" = broken ] || { [ "${lists}" = stale ] && [ ! -e "${dir}/updated" ]; }; then echo "E: Unable to locate package $last" >&2; exit 100; fi`,
+          `cp "${deb}" .`,
+          '',
+        ].join('\n'),
+        { mode: 0o755 },
+      );
+      return { dir, calls: () => (fs.existsSync(log) ? fs.readFileSync(log, 'utf8').trim().split('\n') : []) };
+    }
+
+    it('runs the binary with the distribution\'s copy of the library from its private temp folder: nothing installed, the folder gone afterwards', async () => {
+      publish({ binary: needsLibatomic() });
+      const apt = aptTools('fresh');
+      const root = sandbox();
+      fs.rmSync(marker, { force: true });
+      const result = await runInstaller(root, ['install', '--check'], SCRIPT, { PATH: `${apt.dir}:${process.env.PATH}` });
+      expect(result.exitCode, result.stderr).toBe(0);
+      expect(result.stderr).toContain('service-deploy needs libatomic.so.1 (Node.js), which this machine lacks: this run uses the copy in the distribution\'s libatomic1 package; the install adds the package');
+      expect(fs.readFileSync(marker, 'utf8')).toBe('install\n--check\n');
+      const [mode, library, libraryDir] = fs.readFileSync(`${marker}.lib`, 'utf8').trim().split('\n');
+      expect(mode).toBe('700');
+      expect(library).toBe("the distribution's libatomic");
+      expect(fs.existsSync(libraryDir!), 'the temp folder is removed after the run').toBe(false);
+      // Fetched, never installed: no lock taken, no package manager change (the install adds the package, after its preflight).
+      expect(apt.calls()).toEqual(['-q -o APT::Sandbox::User=root download libatomic1']);
+    });
+
+    it('package lists missing or stale (a fresh image): fetched once, then the download; the binary\'s exit code is install.sh\'s', async () => {
+      publish({ binary: needsLibatomic(2) });
+      const apt = aptTools('stale');
+      const result = await runInstaller(sandbox(), ['install'], SCRIPT, { PATH: `${apt.dir}:${process.env.PATH}` });
+      expect(result.exitCode, result.stderr).toBe(2);
+      expect(fs.readFileSync(marker, 'utf8')).toBe('install\n');
+      expect(apt.calls()).toEqual(['-q -o APT::Sandbox::User=root download libatomic1', '-q -o DPkg::Lock::Timeout=300 update', '-q -o APT::Sandbox::User=root download libatomic1']);
+    });
+
+    it('no package to be had: refused, saying what to install; the binary never ran', async () => {
+      publish({ binary: needsLibatomic() });
+      const apt = aptTools('broken');
+      fs.rmSync(marker, { force: true });
+      const result = await runInstaller(sandbox(), ['install'], SCRIPT, { PATH: `${apt.dir}:${process.env.PATH}` });
+      expect(result.exitCode).toBe(1);
+      expect(result.stderr).toContain('could not fetch the package libatomic1 with apt-get download: install it (apt-get install libatomic1) and run install.sh again');
+      expect(fs.existsSync(marker)).toBe(false);
+    });
+
+    it('a binary that cannot start for another reason is refused, with the loader\'s words', async () => {
+      publish({ binary: '#!/bin/sh\necho "error while loading shared libraries: libfoo.so.9: cannot open shared object file" >&2\nexit 127\n' });
+      const result = await runInstaller(sandbox(), ['install']);
+      expect(result.exitCode).toBe(1);
+      expect(result.stderr).toMatch(/usr\/local\/bin\/service-deploy does not start on this machine: error while loading shared libraries: libfoo\.so\.9/);
+    });
+  });
+
   it("installs and runs the real build: dist/'s signed SHA256SUMS, .xz and install.sh", async () => {
     for (const f of fs.readdirSync(served)) fs.rmSync(path.join(served, f));
     for (const f of ['SHA256SUMS', 'SHA256SUMS.sig', FILE, `${FILE}.xz`]) {

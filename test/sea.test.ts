@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import * as esbuild from 'esbuild';
 import { describe, expect, it } from 'vitest';
-import { BINARY, NODE24, REPO, cleanEnv, requireBinary, runBinary } from './helpers/binary.js';
+import { BINARY, PINNED_NODE, REPO, cleanEnv, requireBinary, runBinary } from './helpers/binary.js';
 import { tempDir } from './helpers/tmp.js';
 import { jsonOutput } from './helpers/json-schemas.js';
 
@@ -14,6 +14,18 @@ describe('the single executable', () => {
     const result = await runBinary(['--version']);
     expect(result.exitCode).toBe(0);
     expect(result.stdout.trim()).toBe(pkg.version);
+  });
+
+  it('--version --verbose (either order, -V too) names the Node it is built on: the pinned node-linux-<arch>', async () => {
+    const lock = JSON.parse(fs.readFileSync(path.join(REPO, 'package-lock.json'), 'utf8'));
+    const node: string = lock.packages[`node_modules/node-linux-${process.arch}`].version;
+    for (const args of [['--version', '--verbose'], ['--verbose', '--version'], ['-V', '--verbose']]) {
+      const result = await runBinary(args);
+      expect(result.exitCode, args.join(' ')).toBe(0);
+      const [first, second] = result.stdout.split('\n');
+      expect(first).toBe(`service-deploy ${pkg.version}`);
+      expect(second).toMatch(new RegExp(`^Node\\.js ${node.replaceAll('.', '\\.')} linux-${process.arch} \\(V8 [^,]+, OpenSSL \\d+\\.\\d+\\.\\d+[^)]*\\)$`));
+    }
   });
 
   it('runs from any folder and reads its embedded assets, not the repository', async () => {
@@ -54,7 +66,7 @@ describe('the single executable', () => {
     const env = cleanEnv({ NODE_OPTIONS: `--require ${payload}` });
 
     // Control: the same NODE_OPTIONS does inject into a plain Node of the same version.
-    await execa(NODE24, ['-e', '0'], { env, extendEnv: false });
+    await execa(PINNED_NODE, ['-e', '0'], { env, extendEnv: false });
     expect(fs.existsSync(marker)).toBe(true);
     fs.rmSync(marker);
 

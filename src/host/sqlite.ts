@@ -1,6 +1,6 @@
 /**
  * SQLite integrity checks with Node's built-in `node:sqlite` (the SQLite this binary's
- * own Node 24 carries): no program from the server is needed, so a backup is checked
+ * own Node carries): no program from the server is needed, so a backup is checked
  * the same way before a reset removes the runtime, in a sandbox, and on a server whose
  * OpenClaw is broken. Only private copies are opened (a backup's databases extracted
  * into a 0700 temp folder), never a live database.

@@ -295,6 +295,7 @@ export const statusOutput = defineOutput({
   title: 'Deployment status',
   printedBy: '`status --json`',
   shape: () => ({
+    binary: z.object({ version: z.string(), node: z.string(), arch: z.string() }).describe('This service-deploy and the Node.js it is built on (components.node is the runtime\'s)'),
     deployed: z.boolean(),
     customer: z.string().optional(),
     model: z.string().optional(),

@@ -8,8 +8,11 @@ import { probeHealth } from '../steps/health.js';
 import { GLOBAL_MODULES, PLUGIN_PREFIX, installedPackageVersion } from '../runtime/openclaw.js';
 import { meshStatus } from '../steps/mesh-client.js';
 import { rollbackPoint } from '../steps/node-upgrade.js';
+import { VERSION } from '../version.js';
 
 export interface StatusReport {
+  /** This binary and the Node.js it is built on (not the runtime's Node: components.node). */
+  binary: { version: string; node: string; arch: string };
   deployed: boolean;
   customer?: string;
   model?: string;
@@ -35,6 +38,7 @@ export async function collectStatus(host: Host): Promise<StatusReport> {
   ]);
   const previous = await rollbackPoint(host);
   return {
+    binary: { version: VERSION, node: process.versions.node, arch: process.arch },
     deployed: answers !== undefined,
     customer: answers?.customerName,
     model: answers?.modelId,
@@ -58,6 +62,7 @@ export async function collectStatus(host: Host): Promise<StatusReport> {
 export async function runStatus(args: { json?: boolean; verbose?: boolean }): Promise<void> {
   const report = await collectStatus(createHost({ verbose: args.verbose }));
   if (args.json) return emitJson(statusOutput, { ok: true, ...report });
+  printLine(`service-deploy ${report.binary.version} (Node.js ${report.binary.node}, linux-${report.binary.arch})`);
   if (!report.deployed) printLine('No deployment found on this server (run `service-deploy install`).');
   else printLine(`customer ${report.customer}  model ${report.model}  mesh ${report.meshHostname}  channel ${report.channel ? 'on' : 'off'}`);
   for (const [name, c] of Object.entries(report.components)) {

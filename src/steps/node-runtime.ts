@@ -111,7 +111,7 @@ export async function unpackNode(tarball: string, dest: string): Promise<void> {
 }
 
 /**
- * Node 24 for the agent runtime, in its own prefix (never the distribution's node):
+ * The pinned Node (26) for the agent runtime, in its own prefix (never the distribution's node):
  * the official release tarball, checked against SHASUMS256.txt, unpacked beside the
  * old prefix and swapped in with a rename. A change of the pinned version on a
  * deployed server is an upgrade instead (install/upgrade.ts: the old prefix kept for

@@ -12,7 +12,7 @@ const MIN_MEMORY = 1024 ** 3;
 /**
  * The oldest glibc the pinned components load on: QMD's SQLite is better-sqlite3 13,
  * whose only Linux builds are the prebuilt modules in its package, linked against
- * GLIBC_2.34 (Node 24 itself needs 2.28). Ubuntu 22.04 has 2.35; Debian 11 has 2.31,
+ * GLIBC_2.34 (Node 26 itself needs 2.28). Ubuntu 22.04 has 2.35; Debian 11 has 2.31,
  * where the install otherwise failed half-way, at the memory index (docs/e2e.md).
  */
 export const GLIBC_FLOOR = '2.34';

@@ -73,17 +73,43 @@ describe("node-runtime: the install's stamp stands for running the very binary i
     const version = JSON.parse(fs.readFileSync(path.join(REPO_COMPONENTS), 'utf8')).node.version;
     stamp(identityOf(node), version);
     sb.write(node, '#!/bin/sh\necho v22.1.0\n', 0o755);
-    expect((await check('node-runtime')).message).toMatch(/Node 22\.1\.0, expected 24/);
+    expect((await check('node-runtime')).message).toMatch(/Node 22\.1\.0, below the pinned 26\./);
     stamp(identityOf(node), version);
     fs.chmodSync(path.join(sb.root, node), 0o644);
     expect((await check('node-runtime')).message).toMatch(/not runnable/);
   });
 });
 
+describe('node-runtime: a server below the pinned Node is flagged, with the upgrade as its fix', () => {
+  const node = `${LAYOUT.nodePrefix}/bin/node`;
+  const pinned = (): string => JSON.parse(fs.readFileSync(REPO_COMPONENTS, 'utf8')).node.version;
+
+  it('the previous pin (24.21.0, every server before the Node 26 release) fails: below the pin, `install` upgrades it', async () => {
+    sb.write(node, '#!/bin/sh\necho v24.21.0\n', 0o755);
+    const report = await check('node-runtime');
+    expect(report.status).toBe('fail');
+    expect(report.message).toBe(`${node} is Node 24.21.0, below the pinned ${pinned()} (it lacks the fixes of the pinned release)`);
+    expect(report.fix).toContain(`service-deploy install\`: it upgrades Node to ${pinned()} (a verified backup first`);
+    expect(report.fix).toContain('service-deploy rollback');
+    expect(report.commands).toEqual(['service-deploy install']);
+  });
+
+  it('one patch release below fails too; a newer Node than the pin is named as not the pinned one', async () => {
+    const [major, minor, patch] = pinned().split('.').map(Number) as [number, number, number];
+    const older = patch > 0 ? `${major}.${minor}.${patch - 1}` : `${major}.${minor - 1}.99`;
+    sb.write(node, `#!/bin/sh\necho v${older}\n`, 0o755);
+    expect((await check('node-runtime')).message).toContain(`Node ${older}, below the pinned ${pinned()}`);
+    sb.write(node, `#!/bin/sh\necho v${major}.${minor}.${patch + 1}\n`, 0o755);
+    const newer = await check('node-runtime');
+    expect(newer.status).toBe('fail');
+    expect(newer.message).toContain(`Node ${major}.${minor}.${patch + 1}, not the pinned ${pinned()}`);
+  });
+});
+
 /** [check id, how to break it, a word the message must have, a word the fix must have, fixable]. */
 const BROKEN: Array<[string, () => void | Promise<void>, RegExp, RegExp, boolean]> = [
   ['os', () => sb.write('/etc/os-release', 'ID=debian\nVERSION_ID="12"\nPRETTY_NAME="Debian GNU/Linux 12"\n'), /Debian GNU\/Linux 12 is not supported/, /Ubuntu 22\.04 or 24\.04/, false],
-  ['node-runtime', () => sb.write(`${LAYOUT.nodePrefix}/bin/node`, '#!/bin/sh\necho v22.1.0\n', 0o755), /Node 22\.1\.0, expected 24/, /service-deploy install/, false],
+  ['node-runtime', () => sb.write(`${LAYOUT.nodePrefix}/bin/node`, '#!/bin/sh\necho v22.1.0\n', 0o755), /Node 22\.1\.0, below the pinned 26\./, /service-deploy install/, false],
   ['agent-runtime', () => sb.write(`${LAYOUT.nodePrefix}/lib/node_modules/openclaw/package.json`, '{"name":"openclaw","version":"2026.1.0"}'), /OpenClaw 2026\.1\.0 is installed, this service-deploy pins/, /service-deploy install/, false],
   ['gateway-service', () => sb.systemctl('--user', 'stop', LAYOUT.gatewayUnit), /is not active/, /service-deploy gateway restart/, true],
   ['health', () => undefined, /does not answer/, /read its log/, false],

@@ -19,7 +19,7 @@ export const NPM_VERSION = '11.21.2';
 const ARCH = process.arch === 'arm64' ? 'arm64' : 'x64';
 const DEB_ARCH = ARCH === 'arm64' ? 'arm64' : 'amd64';
 
-/** PATH with the pinned Node 24 and its npm first. */
+/** PATH with the pinned Node (package.json) and its npm first. */
 export function hostPath(): string {
   return `${path.join(REPO, 'node_modules', `node-linux-${ARCH}`, 'bin')}:${path.join(REPO, 'node_modules', '.bin')}:${process.env.PATH ?? '/usr/bin:/bin'}`;
 }
@@ -79,19 +79,49 @@ export function packFromRegistry(spec: string, fileName: string): string {
 }
 
 /**
- * The Node release tarball the node-runtime step downloads, laid out like the official
- * one (bin/node, lib/node_modules/npm, bin/npm and bin/npx symlinks) from the pinned
- * Node binary of node_modules and a real npm, with its SHASUMS256.txt. Cached.
- * Returns the folder to serve as SERVICE_NODE_DIST_URL.
+ * The Node release before this one's pin: what every server deployed by an earlier
+ * service-deploy runs (the Node upgrade of test/e2e/node-upgrade.ts starts from it).
+ */
+export const PREVIOUS_NODE_VERSION = '24.21.0';
+
+/**
+ * The Node release tarballs the node-runtime step downloads (the pinned one and
+ * PREVIOUS_NODE_VERSION), laid out like the official ones (bin/node, lib/node_modules/npm,
+ * bin/npm and bin/npx symlinks) from the registry's Node binary of that release (the
+ * pinned Node of node_modules where it is that release) and a real npm, with their
+ * SHASUMS256.txt. Cached. Returns the folder to serve as SERVICE_NODE_DIST_URL.
  */
 export function nodeDist(): string {
   const distRoot = path.join(E2E_CACHE, `node-dist-npm${NPM_VERSION}`);
-  const name = `node-v${NODE_VERSION}-linux-${ARCH}`;
-  const versionDir = path.join(distRoot, `v${NODE_VERSION}`);
+  for (const version of [NODE_VERSION, PREVIOUS_NODE_VERSION]) nodeRelease(distRoot, version);
+  return distRoot;
+}
+
+/** The Node binary of `version` for this machine: node_modules' when it is that release, else the registry's package. */
+function nodeBinaryOf(version: string): string {
+  const pinned = path.join(REPO, 'node_modules', `node-linux-${ARCH}`);
+  if (JSON.parse(fs.readFileSync(path.join(pinned, 'package.json'), 'utf8')).version === version) return path.join(pinned, 'bin', 'node');
+  const tgz = packFromRegistry(`node-linux-${ARCH}@${version}`, `node-linux-${ARCH}-${version}.tgz`);
+  return atomically(path.join(E2E_CACHE, 'node-bin', `node-linux-${ARCH}-${version}`), (tmp) => {
+    const dir = `${tmp}.d`;
+    fs.mkdirSync(dir, { recursive: true });
+    try {
+      run('tar', ['-xzf', tgz, '-C', dir, '--no-same-owner', 'package/bin/node']);
+      fs.renameSync(path.join(dir, 'package', 'bin', 'node'), tmp);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+}
+
+function nodeRelease(distRoot: string, version: string): void {
+  const name = `node-v${version}-linux-${ARCH}`;
+  const versionDir = path.join(distRoot, `v${version}`);
   const tarball = path.join(versionDir, `${name}.tar.gz`);
   const sums = path.join(versionDir, 'SHASUMS256.txt');
-  if (fs.existsSync(tarball) && fs.existsSync(sums)) return distRoot;
+  if (fs.existsSync(tarball) && fs.existsSync(sums)) return;
   const npmTgz = packFromRegistry(`npm@${NPM_VERSION}`, `npm-${NPM_VERSION}.tgz`);
+  const node = nodeBinaryOf(version);
   fs.mkdirSync(versionDir, { recursive: true });
   atomically(tarball, (tmp) => {
     const stage = `${tmp}.stage`;
@@ -99,7 +129,7 @@ export function nodeDist(): string {
     const top = path.join(stage, name);
     fs.mkdirSync(path.join(top, 'bin'), { recursive: true });
     fs.mkdirSync(path.join(top, 'lib', 'node_modules', 'npm'), { recursive: true });
-    fs.copyFileSync(path.join(REPO, 'node_modules', `node-linux-${ARCH}`, 'bin', 'node'), path.join(top, 'bin', 'node'));
+    fs.copyFileSync(node, path.join(top, 'bin', 'node'));
     fs.chmodSync(path.join(top, 'bin', 'node'), 0o755);
     run('tar', ['-xzf', npmTgz, '-C', path.join(top, 'lib', 'node_modules', 'npm'), '--strip-components=1', '--no-same-owner']);
     fs.symlinkSync('../lib/node_modules/npm/bin/npm-cli.js', path.join(top, 'bin', 'npm'));
@@ -110,7 +140,6 @@ export function nodeDist(): string {
   // From the tarball that won (see atomically), through a temporary name.
   fs.writeFileSync(`${sums}.partial-${process.pid}`, `${sha256File(tarball)}  ${name}.tar.gz\n`);
   fs.renameSync(`${sums}.partial-${process.pid}`, sums);
-  return distRoot;
 }
 
 /**

@@ -41,12 +41,12 @@ async function until(what: string | (() => string), budgetMs: number, probe: () 
   return Date.now() - t;
 }
 
-async function healthz(world: World): Promise<void> {
+export async function healthz(world: World): Promise<void> {
   expect(await world.container.ok(`curl -fsS -o /dev/null -w '%{http_code}' --retry 120 --retry-delay 1 --retry-all-errors http://127.0.0.1:${GATEWAY_PORT}/healthz`, { timeoutMs: 180_000 })).toBe('200');
 }
 
 /** The answers (exact texts) not found in the deployment's SQLite databases under /root/.openclaw (or their WAL). */
-async function answersMissing(world: World, replies: string[]): Promise<string[]> {
+export async function answersMissing(world: World, replies: string[]): Promise<string[]> {
   const out = await world.container.ok(
     `while IFS= read -r reply; do grep -rqF --include='*.sqlite' --include='*.sqlite-wal' -- "$reply" /root/.openclaw || echo "$reply"; done`,
     { input: `${replies.join('\n')}\n` },

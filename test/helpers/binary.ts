@@ -14,8 +14,8 @@ function findRepo(start: string): string {
   }
 }
 export const BINARY = path.join(REPO, 'dist', 'service-deploy');
-/** The pinned Node 24 (npm package), for comparisons and child scripts. */
-export const NODE24 = path.join(REPO, 'node_modules', '.bin', 'node');
+/** The pinned Node (npm package node-linux-<arch>, package.json), for comparisons and child scripts. */
+export const PINNED_NODE = path.join(REPO, 'node_modules', '.bin', 'node');
 
 export function requireBinary(): string {
   if (!fs.existsSync(BINARY)) throw new Error('dist/service-deploy is missing: run `npm run build` first');

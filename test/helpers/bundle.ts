@@ -12,7 +12,7 @@ export async function bundleScript(entry: string): Promise<string> {
     bundle: true,
     platform: 'node',
     format: 'cjs',
-    target: 'node24',
+    target: 'node26',
     logLevel: 'error',
     banner: { js: 'var __import_meta_url = require("node:url").pathToFileURL(__filename).href;' },
     define: { 'import.meta.url': '__import_meta_url' },

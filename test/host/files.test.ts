@@ -4,7 +4,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Files } from '../../src/host/files.js';
 import { PathMap } from '../../src/host/paths.js';
-import { NODE24 } from '../helpers/binary.js';
+import { PINNED_NODE } from '../helpers/binary.js';
 import { waitUntil } from '../helpers/budget.js';
 import { bundleScript } from '../helpers/bundle.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -41,7 +41,7 @@ describe('Files (sandbox root)', () => {
     const target = path.join(root, 'etc/app/config.txt');
     let kills = 0;
     for (let round = 0; round < 12; round++) {
-      const child = execa(NODE24, [script, root, String(256 * 1024 + round * 4099)], { reject: false, buffer: false });
+      const child = execa(PINNED_NODE, [script, root, String(256 * 1024 + round * 4099)], { reject: false, buffer: false });
       let out = '';
       child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()));
       // The kill window opens when the writer says "ready" (a busy machine may take seconds

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import * as tar from 'tar';
 import { afterAll, describe, expect, it } from 'vitest';
-import { NODE24, REPO, runBinary } from '../helpers/binary.js';
+import { PINNED_NODE, REPO, runBinary } from '../helpers/binary.js';
 import { budget, waitUntil } from '../helpers/budget.js';
 import { jsonOutput } from '../helpers/json-schemas.js';
 import { FIRST_INSTALL, SECRETS, makeSandbox, type Call, type Sandbox } from '../helpers/sandbox.js';
@@ -61,7 +61,7 @@ async function deployedWithWriter(): Promise<Sandbox> {
   const first = await sb.install(FIRST_INSTALL.args, FIRST_INSTALL.env);
   expect(first.exitCode, String(first.stderr)).toBe(0);
   fs.writeFileSync(path.join(sb.state, 'gateway-process'), '');
-  fs.writeFileSync(path.join(sb.state, 'gateway-command'), `${NODE24} ${path.join(REPO, 'test/fixtures/wal-writer.mjs')} ${path.join(sb.root, STATE_DB)}`);
+  fs.writeFileSync(path.join(sb.state, 'gateway-command'), `${PINNED_NODE} ${path.join(REPO, 'test/fixtures/wal-writer.mjs')} ${path.join(sb.root, STATE_DB)}`);
   await systemctl(sb, ['--user', 'restart', GATEWAY]);
   const db = path.join(sb.root, STATE_DB);
   await waitUntil('the stand-in gateway writing its WAL database', () => fs.existsSync(`${db}-wal`) && fs.statSync(`${db}-wal`).size > 0, { budgetMs: 30_000 });

@@ -16,7 +16,8 @@ import { FIRST_INSTALL, NODE_VERSION, OPENCLAW_VERSION, makeSandbox, type Sandbo
  * pre-upgrade state come back, the gateway running, exit 1 and a report.
  */
 
-const OLD_NODE = '24.20.0';
+/** The previous pin: every customer server deployed before the Node 26 release runs it. */
+const OLD_NODE = '24.21.0';
 const OLD_OPENCLAW = '2026.9.1';
 const NODE_BIN = 'opt/service-deploy/node/bin/node';
 const PKG = 'opt/service-deploy/node/lib/node_modules/openclaw/package.json';

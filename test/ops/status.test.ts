@@ -1,10 +1,13 @@
 import { execa } from 'execa';
+import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { BINARY } from '../helpers/binary.js';
+import { BINARY, REPO } from '../helpers/binary.js';
 import { FIRST_INSTALL, NODE_VERSION, OPENCLAW_VERSION, makeSandbox, type Sandbox } from '../helpers/sandbox.js';
 import { jsonOutput } from '../helpers/json-schemas.js';
 
+/** The Node this machine's binary is built on: the pinned node-linux-<arch> (package-lock.json), not the runtime's. */
+const EMBEDDED_NODE: string = JSON.parse(fs.readFileSync(path.join(REPO, 'package-lock.json'), 'utf8')).packages[`node_modules/node-linux-${process.arch}`].version;
 const sandboxes: Sandbox[] = [];
 afterAll(async () => Promise.all(sandboxes.map((s) => s.close())));
 
@@ -15,6 +18,7 @@ describe('status', () => {
     const before = await execa(BINARY, ['status', '--json'], { env: sb.env(), extendEnv: false });
     const empty = jsonOutput('status', before.stdout);
     expect(empty.deployed).toBe(false);
+    expect(empty.binary).toEqual({ version: JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8')).version, node: EMBEDDED_NODE, arch: process.arch });
     expect(empty.components.openclaw.installed).toBeUndefined();
     expect(empty.services.mesh).toBe('not-installed');
 
@@ -30,6 +34,7 @@ describe('status', () => {
       services: { gateway: true, health: true, mesh: 'running', serving: true },
     });
     const text = await execa(BINARY, ['status'], { env: sb.env(), extendEnv: false });
+    expect(text.stdout.split('\n')[0]).toBe(`service-deploy ${empty.binary.version} (Node.js ${EMBEDDED_NODE}, linux-${process.arch})`);
     expect(text.stdout).toContain('customer Acme Dental GmbH');
     expect(text.stdout).toMatch(/ok {3}openclaw/);
     for (const secret of Object.values(FIRST_INSTALL.env)) expect(text.stdout + before.stdout).not.toContain(secret);

@@ -1,3 +1,4 @@
+import { versionBelow } from '../../host/os.js';
 import { LAYOUT } from '../../layout.js';
 import { stampedNodeVersion } from '../../steps/node-runtime.js';
 import { fail, pass, type Check } from '../types.js';
@@ -18,7 +19,12 @@ export const nodeRuntimeCheck: Check = {
     if (have !== want) {
       // Only its mode changed (recorded in the install manifest): doctor --fix gives it back.
       const byFiles = !have && (await ctx.repairedByFiles(node)) && (await ctx.issuesFor(node)).every((i) => i.repair?.kind === 'chmod' || i.repair?.kind === 'chown');
-      return fail(`${node} is ${have ? `Node ${have}` : `not runnable (${result?.stderr.trim().split('\n').pop() || `exit ${result?.exitCode}`})`}, expected ${want}`, byFiles ? 'give it back its recorded mode (doctor --fix)' : fix, {
+      // Below the pin: a server an older service-deploy left (Node 24.21.0 before 26.12.1),
+      // without the security fixes the pin was raised for; the install upgrades it.
+      const below = have !== undefined && versionBelow(have, want);
+      const upgrade = `run \`service-deploy install\`: it upgrades Node to ${want} (a verified backup first, the old Node kept for \`service-deploy rollback\`, rolled back by itself on a failure)`;
+      const what = have ? (below ? `Node ${have}, below the pinned ${want} (it lacks the fixes of the pinned release)` : `Node ${have}, not the pinned ${want}`) : `not runnable (${result?.stderr.trim().split('\n').pop() || `exit ${result?.exitCode}`}), expected Node ${want}`;
+      return fail(`${node} is ${what}`, byFiles ? 'give it back its recorded mode (doctor --fix)' : below ? upgrade : fix, {
         commands: byFiles ? ['service-deploy doctor --fix'] : ['service-deploy install'],
         ...(byFiles ? { action: 'files' as const } : {}),
       });
