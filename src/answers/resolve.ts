@@ -18,6 +18,7 @@ import {
   type StoredAnswers,
 } from './schema.js';
 import { UsageError } from '../errors.js';
+import { fileErrorText } from '../input.js';
 
 export interface AnswerFlags {
   customerName?: string;
@@ -191,7 +192,7 @@ async function readOrFail(inputs: AnswerInputs, path: string, flag: string, opti
     return await inputs.readUserFile(path, options);
   } catch (error) {
     if (error instanceof UsageError) throw new UsageError(`${flag} ${path}: ${error.message}`, error.hint);
-    throw new UsageError(`${flag} ${path}: cannot read it (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+    throw new UsageError(`${flag} ${path}: ${fileErrorText(error)}`, `give the path of a readable file`);
   }
 }
 

@@ -2,7 +2,7 @@ import type { Argv, CommandModule } from 'yargs';
 import { UsageError } from '../errors.js';
 import type { PartnerContext } from '../partner/flow.js';
 import { voiceProviders } from '../profile-values.js';
-import { withGlobals } from './shared.js';
+import { numberOption, withGlobals } from './shared.js';
 
 /**
  * `service-deploy partner <subcommand>`: the partner API (docs/partner-api.md).
@@ -21,7 +21,7 @@ function withConnection<T>(yargs: Argv<T>) {
   return withGlobals(yargs)
     .option('body', { type: 'string', nargs: 1, describe: 'Read the request body as JSON from this file (- for stdin) instead of flags' })
     .option('api-key-file', { type: 'string', describe: 'File holding the partner API key (default: $SERVICE_PARTNER_API_KEY)' })
-    .option('timeout', { type: 'number', describe: 'Seconds to wait for each answer (default 30)' })
+    .option('timeout', numberOption('Seconds to wait for each answer, above 0 and at most 600 (default 30)'))
     // Declared only so that it is refused with a reason instead of "unknown argument".
     .option('api-key', { type: 'string', hidden: true })
     .epilog(EPILOG);

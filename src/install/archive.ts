@@ -7,7 +7,7 @@ import zlib from 'node:zlib';
 import { parseStoredAnswers, type StoredAnswers } from '../answers/index.js';
 import { UsageError } from '../errors.js';
 import { ROOT_OWNER, type Host } from '../host/index.js';
-import { shown } from '../input.js';
+import { fileErrorText, shown } from '../input.js';
 import {
   BACKUP_ANSWERS,
   BACKUP_ROOTS,
@@ -85,7 +85,7 @@ export async function openArchive(realPath: string, shownAs: string): Promise<fs
   try {
     return await fs.open(realPath, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
   } catch (error) {
-    throw new UsageError(`cannot read backup archive ${shownAs} (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
+    throw new UsageError(`cannot read backup archive ${shownAs}: ${fileErrorText(error)}`);
   }
 }
 

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { UsageError } from '../errors.js';
-import { placeholderEndpointHint } from '../input.js';
+import { fileErrorText, placeholderEndpointHint } from '../input.js';
 import { Redactor } from '../host/redact.js';
 import { VERSION } from '../version.js';
 import {
@@ -499,7 +499,7 @@ export function resolveApiKey(input: {
       key = (input.readFile ?? ((path) => fs.readFileSync(path, 'utf8')))(input.apiKeyFile).trim();
       warnIfShared(input.apiKeyFile, input.warn);
     } catch (error) {
-      throw new UsageError(`cannot read the API key file ${input.apiKeyFile}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`, 'pass a readable file holding only the key (mode 0600)');
+      throw new UsageError(`cannot read the API key file ${input.apiKeyFile}: ${fileErrorText(error)}`, 'pass a readable file holding only the key (mode 0600); nothing was sent to the partner API');
     }
   } else {
     source = API_KEY_ENV;

@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import { DeployError, UsageError } from '../errors.js';
+import { fileErrorText, numberTextProblem, shown } from '../input.js';
 import { Logger } from '../host/log.js';
 import { Redactor } from '../host/redact.js';
 import { loadProfile, type ServiceProfile } from '../profile.js';
@@ -45,8 +46,8 @@ export interface CommonOptions {
   verbose?: boolean;
   body?: string;
   apiKeyFile?: string;
-  /** Seconds. */
-  timeout?: number;
+  /** Seconds, as typed (text) or a number. */
+  timeout?: string | number;
   /** Declared only to refuse it with a clear message: a key in argv is visible to every user. */
   apiKey?: unknown;
 }
@@ -282,7 +283,7 @@ async function readJsonBody(options: CommonOptions, context: PartnerContext, bod
   try {
     text = source === '-' ? await context.readStdin() : context.readFile(source);
   } catch (error) {
-    throw new UsageError(`cannot read --body ${source}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`, 'pass a readable JSON file, or - for stdin');
+    throw new UsageError(`cannot read --body ${source}: ${fileErrorText(error)}`, 'pass a readable JSON file, or - for stdin; nothing was sent to the partner API');
   }
   try {
     return JSON.parse(text);
@@ -295,6 +296,9 @@ function kebab(name: string): string {
   return name.replace(/[A-Z]/g, (letter) => `-${letter.toLowerCase()}`);
 }
 
+/** The longest --timeout: ten minutes for one answer. */
+const MAX_TIMEOUT_S = 600;
+
 /** Options -> a client with a redacting logger. The key is resolved only after the input is valid. */
 function prepare(options: CommonOptions, context: PartnerContext, profile: ServiceProfile = loadProfile(context.env)) {
   if (options.apiKey !== undefined) {
@@ -303,10 +307,9 @@ function prepare(options: CommonOptions, context: PartnerContext, profile: Servi
       'set SERVICE_PARTNER_API_KEY, or pass --api-key-file <path> (mode 0600)',
     );
   }
-  const timeoutMs = options.timeout === undefined ? DEFAULT_TIMEOUT_MS : options.timeout * 1000;
-  if (!Number.isFinite(timeoutMs) || timeoutMs <= 0 || timeoutMs > 600_000) {
-    throw new UsageError(`--timeout ${options.timeout}: must be a number of seconds between 0 and 600`, 'e.g. --timeout 30');
-  }
+  const timeoutProblem = options.timeout === undefined ? undefined : numberTextProblem(String(options.timeout), { min: 0, max: MAX_TIMEOUT_S, aboveMin: true });
+  if (timeoutProblem) throw new UsageError(`--timeout ${shown(String(options.timeout))}: ${timeoutProblem} (seconds)`, 'e.g. --timeout 30; nothing was sent to the partner API');
+  const timeoutMs = options.timeout === undefined ? DEFAULT_TIMEOUT_MS : Number(options.timeout) * 1000;
   const redactor = new Redactor();
   const log = new Logger(redactor, { verbose: options.verbose, stderr: (line) => context.stderr(line) });
   const apiKey = resolveApiKey({
