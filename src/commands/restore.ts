@@ -19,7 +19,11 @@ export const restoreCommand: CommandModule<object, RestoreArgs> = {
   describe: 'Put a --reset-clean backup back, then re-run the install to bring the deployment up',
   builder: (y) =>
     (answerOptions(withGlobals(y)) as unknown as Argv<RestoreArgs>)
-      .positional('archive', { type: 'string', describe: 'The /tmp/openclaw-backup-*.tar.gz file', demandOption: true })
+      .positional('archive', {
+        type: 'string',
+        describe: 'The backup: /tmp/openclaw-backup-*.tar.gz (written by --reset-clean and uninstall) or a copy in /var/backups/service-deploy (kept across reboots; also `backup`)',
+        demandOption: true,
+      })
       .option('check', { type: 'boolean', describe: 'Show what would be put back; write nothing', group: 'Mode:' })
       .option('diff', { type: 'boolean', describe: 'Like --check', group: 'Mode:' })
       .option('lock-timeout', numberOption('Seconds to wait for the apt/dpkg lock (default 300)', { group: 'Mode:' }))

@@ -102,10 +102,15 @@ export async function runOnboard(options: OnboardOptions, context: PartnerContex
 
 export async function runMapAgent(options: MapAgentOptions, context: PartnerContext): Promise<void> {
   const profile = loadProfile(context.env);
-  const target = parseInput(agentTargetSchema(profile.voiceProviders), { provider: options.provider, agentId: options.agentId }, 'agent', MAP_FLAG_OF);
-  const body = options.body
-    ? parseInput(MapAgentBodySchema, await readJsonBody(options, context, ['customerId', 'profitMultiplier']), 'agent mapping body')
-    : parseInput(MapAgentBodySchema, { customerId: options.customerId, profitMultiplier: options.profitMultiplier }, 'agent mapping body', MAP_FLAG_OF);
+  const json = options.body ? await readJsonBody(options, context, ['customerId', 'profitMultiplier']) : undefined;
+  // The agent (flags) and the body (flags or --body) are checked together: every bad field in one message.
+  const [target, body] = allOrRefuse([
+    () => parseInput(agentTargetSchema(profile.voiceProviders), { provider: options.provider, agentId: options.agentId }, 'agent', MAP_FLAG_OF),
+    () =>
+      options.body
+        ? parseInput(MapAgentBodySchema, json, 'agent mapping body')
+        : parseInput(MapAgentBodySchema, { customerId: options.customerId, profitMultiplier: options.profitMultiplier }, 'agent mapping body', MAP_FLAG_OF),
+  ] as const);
   const { client } = prepare(options, context, profile);
   const answer = await client.mapAgent(target.provider, target.agentId, body);
   context.stderr(`Mapped ${target.provider} agent ${target.agentId} to customer ${body.customerId} (profit multiplier ${body.profitMultiplier})`);
@@ -116,10 +121,14 @@ export async function runMapAgent(options: MapAgentOptions, context: PartnerCont
 }
 
 export async function runAddMember(options: AddMemberOptions, context: PartnerContext): Promise<void> {
-  const { customerId } = parseInput(MapAgentBodySchema.pick({ customerId: true }), { customerId: options.customerId }, 'customer id', MAP_FLAG_OF);
-  const body = options.body
-    ? parseInput(TeamMemberBodySchema, await readJsonBody(options, context, ['email', 'name', 'role']), 'team member body')
-    : parseInput(TeamMemberBodySchema, { email: options.email, name: options.name, role: options.role }, 'team member body', MEMBER_FLAG_OF);
+  const json = options.body ? await readJsonBody(options, context, ['email', 'name', 'role']) : undefined;
+  const [{ customerId }, body] = allOrRefuse([
+    () => parseInput(MapAgentBodySchema.pick({ customerId: true }), { customerId: options.customerId }, 'customer id', MAP_FLAG_OF),
+    () =>
+      options.body
+        ? parseInput(TeamMemberBodySchema, json, 'team member body')
+        : parseInput(TeamMemberBodySchema, { email: options.email, name: options.name, role: options.role }, 'team member body', MEMBER_FLAG_OF),
+  ] as const);
   const { client } = prepare(options, context);
   const answer = await client.addTeamMember(customerId, body);
   context.stderr(`Added ${body.email} (${body.role}) to customer ${customerId}`);
@@ -267,6 +276,25 @@ function flowInputFromFlags(options: OnboardFlowOptions) {
     agent: { provider: options.provider, agentId: options.agentId, profitMultiplier: options.profitMultiplier },
     members: (options.member ?? []).map(parseMemberSpec),
   };
+}
+
+/**
+ * Runs every check and returns their results, or throws one UsageError naming every
+ * problem they found (a user fixes all of them in one go, not one per run).
+ */
+function allOrRefuse<T extends readonly (() => unknown)[]>(checks: T): { -readonly [K in keyof T]: ReturnType<T[K]> } {
+  const results: unknown[] = [];
+  const problems: string[] = [];
+  for (const check of checks) {
+    try {
+      results.push(check());
+    } catch (error) {
+      if (!(error instanceof UsageError)) throw error;
+      problems.push(error.message);
+    }
+  }
+  if (problems.length > 0) throw new UsageError(problems.join('; '), 'fix the fields named above; nothing was sent to the partner API');
+  return results as { -readonly [K in keyof T]: ReturnType<T[K]> };
 }
 
 /** Reads --body (a file, or `-` for stdin) as JSON; body flags alongside it would be ambiguous. */

@@ -311,7 +311,8 @@ describe('install in a sandbox root', () => {
 describe('answers', () => {
   const bad: Array<[string, string[], Record<string, string>, RegExp]> = [
     ['empty customer name', ['--customer-name', '  '], {}, /customer name .*empty/],
-    ['name with no usable slug', ['--customer-name', '!!! ???'], {}, /customer name needs at least one letter or digit/],
+    // Any printable name is a display name; one with no slug needs the hostname given (issue 30.6).
+    ['a name with no slug and no --mesh-hostname', ['--customer-name', '!!! ???'], {}, /mesh network hostname: give --mesh-hostname or SERVICE_MESH_HOSTNAME \(the customer name "!!! \?\?\?" has no Latin letter or digit/],
     ['key without pkt_', [], { SERVICE_API_KEY: 'sk_live_123456789012' }, /service API key .*must start with pkt_/],
     ['bad hostname', ['--mesh-hostname', 'Bad_Host'], {}, /mesh network hostname .*DNS label/],
     ['empty MCP token', [], { SERVICE_MCP_TOKEN: '' }, /service MCP token .*empty/],

@@ -51,7 +51,8 @@ export const FLAG_CASES: HostileCase[] = [
   // answers given as flags
   { kind: '--customer-name with an ANSI escape', args: [...CHECK, '--customer-name', 'Acme\u001b[31m'], mention: /customer name \(from --customer-name\): customer name contains a control character \(U\+001B\)/ },
   { kind: '--customer-name empty', args: [...CHECK, '--customer-name', ''], mention: /customer name \(from --customer-name\): customer name is empty/ },
-  { kind: '--customer-name without a letter or digit', args: [...CHECK, '--customer-name', '!!!'], mention: /customer name needs at least one letter or digit/ },
+  // Any printable name is a display name (issue 30.6); in any script the length limit holds.
+  { kind: '--customer-name of 81 characters in Japanese', args: [...CHECK, '--customer-name', '歯'.repeat(81)], mention: /customer name \(from --customer-name\): customer name is longer than 80 characters/ },
   { kind: '--customer-name of 81 characters', args: [...CHECK, '--customer-name', long(81)], mention: /customer name \(from --customer-name\): customer name is longer than 80 characters/ },
   { kind: '--customer-name with a bidi override', args: [...CHECK, '--customer-name', 'Acme\u202egnp.exe'], mention: /--customer-name\): customer name contains a bidirectional text control/ },
   { kind: '--customer-name with a newline', args: [...CHECK, '--customer-name', 'Acme\nrm -rf /'], mention: /--customer-name\): customer name contains a control character \(U\+000A\)/ },
@@ -125,7 +126,7 @@ export const FLAG_CASES: HostileCase[] = [
   { kind: 'partner onboard: bad phone', args: ['partner', 'onboard', '--email', 'a@example.com', '--first-name', 'A', '--last-name', 'B', '--phone', '123', '--company', 'C'], env: { SERVICE_PARTNER_API_KEY: 'pkt_partner_0123456789' }, mention: /phone/i },
   { kind: 'partner onboard-flow: bad --member', args: ['partner', 'onboard-flow', '--member', 'nobody'], env: { SERVICE_PARTNER_API_KEY: 'pkt_partner_0123456789' }, mention: /--member "nobody": expected email:name/ },
   { kind: 'partner: no subcommand', args: ['partner'], mention: /name a partner subcommand/ },
-  { kind: 'partner map-agent: --timeout negative', args: ['partner', 'map-agent', '--timeout', '-3', '--customer-id', 'c1', '--agent-id', 'a1', '--provider', 'voice-one', '--profit-multiplier', '1.5'], env: { SERVICE_PARTNER_API_KEY: 'pkt_partner_0123456789' }, mention: /--timeout -3/ },
+  { kind: 'partner map-agent: --timeout negative', args: ['partner', 'map-agent', '--timeout', '-3', '--customer-id', 'c1', '--agent-id', 'a1', '--provider', 'voice-one', '--profit-multiplier', '1.5'], env: { SERVICE_PARTNER_API_KEY: 'pkt_partner_0123456789' }, mention: /--timeout "-3": is negative: give a number above 0, at most 600/ },
   { kind: 'status: unknown flag', args: ['status', '--all'], mention: /--all is not an option of `status`/ },
   { kind: 'profile: extra argument', args: ['profile', 'extra'], mention: /unexpected argument "extra" for `profile`/ },
   // the stored answers.json, hand-edited: refused naming the file and the field
