@@ -136,7 +136,7 @@ const POSITIONALS: Record<string, string> = {
 };
 
 /** The command name closest to a mistyped one (at most two edits apart), if any. */
-export function closestCommand(word: string, names: readonly string[] = commandNames()): string | undefined {
+function closestCommand(word: string, names: readonly string[] = commandNames()): string | undefined {
   let best: string | undefined;
   let bestDistance = 3;
   for (const name of names) {
