@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// Bundles scripts/demo.ts (it reuses the tests' sandbox helpers) and runs it with the pinned Node.
-import { execFileSync } from 'node:child_process';
+// Bundles scripts/demo.ts (it reuses the tests' sandbox helpers) and runs it with the pinned
+// Node; its arguments (--keep) go to the demo.
+import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
@@ -17,4 +18,8 @@ await esbuild.build({
   packages: 'external',
   logLevel: 'warning',
 });
-execFileSync(process.execPath, [out], { stdio: 'inherit', cwd: repo });
+// A signal goes on to the demo, which stops its stand-ins and removes its sandbox; this
+// process then exits with its code.
+const demo = spawn(process.execPath, [out, ...process.argv.slice(2)], { stdio: 'inherit', cwd: repo });
+for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => demo.kill(signal));
+demo.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));

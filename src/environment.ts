@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { UsageError } from './errors.js';
-import { MAX_MODEL_ID_LENGTH, MODEL_ID, SLUG, integerProblem, serviceUrlProblem, shown, textProblem, tokenProblem } from './input.js';
+import { MAX_MODEL_ID_LENGTH, MODEL_ID, SLUG, fileErrorText, integerProblem, serviceUrlProblem, shown, textProblem, tokenProblem } from './input.js';
 
 /**
  * Every SERVICE_* environment variable the program reads, with its rule. Checked once
@@ -36,7 +36,7 @@ const readableFile: Variable = {
       if (!st.isFile()) return `${shown(v)} is not a regular file`;
       fs.accessSync(v, fs.constants.R_OK);
     } catch (error) {
-      return `cannot read ${shown(v)} (${(error as NodeJS.ErrnoException).code ?? 'error'})`;
+      return `cannot read ${shown(v)}: ${fileErrorText(error)}`;
     }
     return undefined;
   },

@@ -31,6 +31,15 @@ export class DeployError extends Error {
 export class UsageError extends DeployError {
   override readonly exitCode: ExitCode = ExitCode.usage;
   override readonly code: string = 'refused';
+  constructor(message: string, hint?: string, options?: { cause?: unknown }) {
+    super(message, withNothingChanged(hint), options);
+  }
+}
+
+/** Every refusal says that nothing was changed (README "Exit codes"), once: unless its hint already says what was not done. */
+export function withNothingChanged(hint: string | undefined): string {
+  if (!hint) return 'nothing was changed';
+  return /nothing (was|is) (changed|sent|run|written|removed|put back)|nothing changed/i.test(hint) ? hint : `${hint}; nothing was changed`;
 }
 
 /** The command line itself is wrong: an unknown or inapplicable option, a missing argument (exit 2). */
@@ -42,6 +51,9 @@ export class ArgumentError extends UsageError {
 export class LockBusyError extends DeployError {
   override readonly exitCode: ExitCode = ExitCode.usage;
   override readonly code: string = 'busy';
+  constructor(message: string, hint?: string, options?: { cause?: unknown }) {
+    super(message, withNothingChanged(hint), options);
+  }
 }
 
 /** A command we ran failed; message and output are already redacted. */

@@ -88,6 +88,43 @@ export function integerProblem(value: string, min: number, max: number): string 
   return undefined;
 }
 
+/**
+ * A number typed on the command line, as text: plain decimal digits with an optional
+ * fraction (no sign, exponent, hex, NaN or Infinity), within its range. `whole`: no
+ * fraction; `aboveMin`: the minimum itself is refused (a timeout of 0). Returns the
+ * problem in words, or undefined.
+ */
+export function numberTextProblem(value: string, range: { min: number; max: number; whole?: boolean; aboveMin?: boolean }): string | undefined {
+  const text = value.trim();
+  const span = range.whole ? `a whole number from ${range.aboveMin ? range.min + 1 : range.min} to ${range.max}` : `a number ${range.aboveMin ? 'above' : 'from'} ${range.min}${range.aboveMin ? ', at most' : ' to'} ${range.max}`;
+  if (text === '') return `is empty: give ${span}`;
+  if (!/^\d+(\.\d+)?$/.test(text)) return `${/^-\d/.test(text) ? 'is negative' : 'is not a number'}: give ${span}`;
+  const n = Number(text);
+  if ((range.whole && !Number.isInteger(n)) || n < range.min || (range.aboveMin && n === range.min) || n > range.max) return `must be ${span}`;
+  return undefined;
+}
+
+const FILE_ERRORS: Record<string, string> = {
+  ENOENT: 'there is no such file',
+  EACCES: 'permission denied',
+  EPERM: 'permission denied',
+  EISDIR: 'it is a folder, not a file',
+  ENOTDIR: 'a part of its path is not a folder',
+  ELOOP: 'too many symbolic links',
+  ENAMETOOLONG: 'the name is too long',
+  EMFILE: 'too many files are open',
+};
+
+/** Why a file could not be read, in words (the system's code in brackets when it has no words here). */
+export function fileErrorText(error: unknown): string {
+  const code = (error as NodeJS.ErrnoException)?.code;
+  if (code && FILE_ERRORS[code]) return FILE_ERRORS[code]!;
+  // Our own readers' reasons ("not a regular file", "larger than 64 KiB") are words already.
+  if (code && /\s/.test(code)) return code;
+  if (code) return `cannot read it (${code})`;
+  return error instanceof Error ? error.message : String(error);
+}
+
 /** Shows a value the user gave inside a message: escaped, shortened, never a secret. */
 export function shown(value: string, max = 60): string {
   const json = JSON.stringify(value.length > max ? `${value.slice(0, max)}…` : value);

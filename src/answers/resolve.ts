@@ -18,6 +18,7 @@ import {
   type StoredAnswers,
 } from './schema.js';
 import { UsageError } from '../errors.js';
+import { fileErrorText } from '../input.js';
 
 export interface AnswerFlags {
   customerName?: string;
@@ -48,6 +49,11 @@ export interface AnswerInputs {
   prompter?: Prompter;
   /** Whether the mesh auth key is needed (false: only files are rendered, nothing joins the mesh). */
   needMeshAuthKey?: boolean;
+  /**
+   * Ask only what has no value at all (check and diff modes: review what a run would
+   * change): a stored answer or a default is taken without a question.
+   */
+  askOnlyMissing?: boolean;
 }
 
 const PROMPTS: Record<AnswerField, string> = {
@@ -74,7 +80,12 @@ export async function resolveAnswers(inputs: AnswerInputs): Promise<Answers> {
     const candidate = given[field];
     if (candidate === undefined) continue;
     const checked = validateAnswer(field, candidate.value);
-    if (checked.ok) values[field] = checked.value;
+    // The same secret in two fields: the one whose own form it fails is the wrong one
+    // (a pkt_ key passes as the API key, not as the mesh key); both when it fits both.
+    const same = sameSecretAs(field, candidate.value, (other) => given[other]?.value);
+    const misplaced = same !== undefined && (!checked.ok || validateAnswer(same, candidate.value).ok === checked.ok);
+    if (same && misplaced) problems.push(`${ANSWER_SOURCES[field].label} (from ${candidate.source}): is the ${ANSWER_SOURCES[same].label} (the value given for it, from ${given[same]!.source}): ${sameSecretHint(field)}`);
+    else if (checked.ok) values[field] = checked.value;
     else problems.push(`${ANSWER_SOURCES[field].label} (from ${candidate.source}): ${checked.message}`);
   }
   if (problems.length > 0) throw new UsageError(`invalid answers:\n  - ${problems.join('\n  - ')}`, 'fix the values above and run again; nothing was changed');
@@ -92,7 +103,8 @@ export async function resolveAnswers(inputs: AnswerInputs): Promise<Answers> {
   for (const field of ANSWER_FIELDS) {
     if (values[field] !== undefined) continue;
     const fallback = defaults(field);
-    if (inputs.prompter) {
+    const settled = fallback !== undefined || (field === 'meshAuthKey' && meshKeyOptional);
+    if (inputs.prompter && !(inputs.askOnlyMissing && settled)) {
       values[field] = await ask(inputs.prompter, field, fallback);
     } else if (fallback !== undefined) {
       values[field] = fallback;
@@ -100,10 +112,13 @@ export async function resolveAnswers(inputs: AnswerInputs): Promise<Answers> {
   }
 
   // The mesh auth key is needed only to log the mesh client in: a re-run can do without.
-  const missing = ANSWER_FIELDS.filter((f) => values[f] === undefined && !(f === 'meshAuthKey' && meshKeyOptional));
+  // The mesh hostname defaults from the customer name: missing only when a given name has no slug.
+  const missing = ANSWER_FIELDS.filter(
+    (f) => values[f] === undefined && !(f === 'meshAuthKey' && meshKeyOptional) && !(f === 'meshHostname' && values.customerName === undefined),
+  );
   if (missing.length > 0) {
     throw new UsageError(
-      `missing answers (no terminal to ask):\n  - ${missing.map((f) => `${ANSWER_SOURCES[f].label}: give ${ANSWER_SOURCES[f].sources}`).join('\n  - ')}`,
+      `missing answers (no terminal to ask):\n  - ${missing.map((f) => `${ANSWER_SOURCES[f].label}: give ${ANSWER_SOURCES[f].sources}${f === 'meshHostname' ? ` (${noSlugNote(values.customerName!)})` : ''}`).join('\n  - ')}`,
       inputs.env.SUDO_USER
         ? 'sudo drops exported variables: put the answers in a 0600 file and pass --answers FILE (docs/quickstart.md); nothing was changed'
         : 'or pass --answers FILE with these fields; nothing was changed',
@@ -112,7 +127,8 @@ export async function resolveAnswers(inputs: AnswerInputs): Promise<Answers> {
   const customerName = values.customerName!;
   return {
     customerName,
-    customerSlug: slugify(customerName),
+    // A name without Latin letters: the hostname the operator chose stands for it.
+    customerSlug: slugify(customerName) || values.meshHostname!.replace(/^openclaw-/, ''),
     apiKey: values.apiKey!,
     modelId: values.modelId!,
     meshAuthKey: values.meshAuthKey,
@@ -132,13 +148,43 @@ export async function resolveAnswers(inputs: AnswerInputs): Promise<Answers> {
       const answer = await prompter.secret({
         message: `${PROMPTS[field]}${keep ? ` (${note})` : ''}`,
         keepCurrent: keep,
-        validate: (v) => (keep && v === '' ? true : validate(v)),
+        validate: (v) => {
+          if (keep && v === '') return true;
+          const same = sameSecretAs(field, v, (other) => values[other]);
+          return same ? `this is the ${ANSWER_SOURCES[same].label} typed above: ${sameSecretHint(field)}` : validate(v);
+        },
       });
       if (keep && answer === '') return fallback;
       return cleaned(field, answer);
     }
-    return cleaned(field, await prompter.input({ message: PROMPTS[field], default: fallback, validate }));
+    // A name with no slug has no default hostname: say why it is asked without one.
+    const why = field === 'meshHostname' && fallback === undefined && values.customerName !== undefined ? ` (${noSlugNote(values.customerName)})` : '';
+    return cleaned(field, await prompter.input({ message: `${PROMPTS[field]}${why}`, default: fallback, validate }));
   }
+}
+
+/**
+ * Which other secret answer `value` is, when it is one of them: a key pasted into the
+ * wrong field (the MCP token as the mesh auth key) is refused naming what it is.
+ */
+function sameSecretAs(field: AnswerField, value: string, valueOf: (field: AnswerField) => string | undefined): AnswerField | undefined {
+  if (!SECRET_FIELDS.has(field) || value === '') return undefined;
+  return [...SECRET_FIELDS].find((other) => other !== field && valueOf(other) === value);
+}
+
+function sameSecretHint(field: AnswerField): string {
+  return `each secret is a different one; the ${ANSWER_SOURCES[field].label} comes from ${SECRET_ORIGINS[field]}`;
+}
+
+const SECRET_ORIGINS: Partial<Record<AnswerField, string>> = {
+  apiKey: 'Partner Portal > Settings > API Keys (pkt_..., AI Gateway scope)',
+  meshAuthKey: 'the mesh network admin console, Settings > Keys (tskey-auth-...)',
+  mcpToken: 'Partner Portal > Settings > MCP Tokens (one per customer)',
+};
+
+/** Why a customer name gives no default mesh hostname, and what to do. */
+function noSlugNote(customerName: string): string {
+  return `the customer name ${JSON.stringify(customerName)} has no Latin letter or digit to make the default openclaw-<customer-slug> from: choose one, e.g. openclaw-tokyo-dental`;
 }
 
 /** The prompt already validated the answer; this returns its normalised form. */
@@ -191,7 +237,7 @@ async function readOrFail(inputs: AnswerInputs, path: string, flag: string, opti
     return await inputs.readUserFile(path, options);
   } catch (error) {
     if (error instanceof UsageError) throw new UsageError(`${flag} ${path}: ${error.message}`, error.hint);
-    throw new UsageError(`${flag} ${path}: cannot read it (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+    throw new UsageError(`${flag} ${path}: ${fileErrorText(error)}`, `give the path of a readable file`);
   }
 }
 
@@ -238,7 +284,7 @@ export async function resolveDeploymentInputs(
   host: Host,
   flags: AnswerFlags,
   /** `current`: the stored answers to start from instead of the server's (restore: the backup's). */
-  options: { prompter?: Prompter; needMeshAuthKey?: boolean; current?: StoredAnswers } = {},
+  options: { prompter?: Prompter; needMeshAuthKey?: boolean; current?: StoredAnswers; askOnlyMissing?: boolean } = {},
 ): Promise<DeploymentInputs> {
   const current = options.current ?? (await readStoredAnswers(host));
   const profile = loadProfile(host.env, current?.serviceOverrides);
@@ -251,6 +297,7 @@ export async function resolveDeploymentInputs(
     readUserFile: (p, options) => readBoundedFile(path.resolve(p), options),
     prompter: options.prompter,
     needMeshAuthKey: options.needMeshAuthKey,
+    askOnlyMissing: options.askOnlyMissing,
   });
   host.redactor.add(answers.apiKey, answers.meshAuthKey, answers.mcpToken);
   return { current, profile, components, answers };

@@ -19,7 +19,11 @@ export const ANSWER_SOURCES: Record<AnswerField, { label: string; sources: strin
   mcpToken: { label: 'service MCP token', sources: 'SERVICE_MCP_TOKEN or --mcp-token-file' },
 };
 
-/** Lowercase ASCII slug: "Café Müller GmbH" -> "cafe-muller-gmbh". */
+/**
+ * Lowercase ASCII slug: "Café Müller GmbH" -> "cafe-muller-gmbh" (accents dropped, the
+ * Latin letters kept). A name with no Latin letter or digit ("東京歯科クリニック") has an
+ * empty slug: it is still a fine display name, and the mesh hostname is then given.
+ */
 export function slugify(name: string): string {
   return name
     .normalize('NFKD')
@@ -59,7 +63,6 @@ export const AnswerSchemas = {
     z.string().check(
       z.trim(),
       z.minLength(1, 'customer name is empty: give the customer or company name'),
-      z.refine((name: string) => slugify(name).length > 0, 'customer name needs at least one letter or digit (it becomes the slug)'),
     ),
   ),
   apiKey: token('service API key', 'apiKey').check(
@@ -70,7 +73,12 @@ export const AnswerSchemas = {
     text('model ID', 'modelId'),
     z.string().check(z.trim(), z.minLength(1, 'model ID is empty'), z.regex(MODEL_ID, 'model ID may contain only letters, digits and . _ : / @ -')),
   ),
-  meshAuthKey: token('mesh network auth key', 'meshAuthKey'),
+  meshAuthKey: token('mesh network auth key', 'meshAuthKey').check(
+    z.superRefine((key: string, ctx) => {
+      const problem = meshAuthKeyProblem(key);
+      if (problem) ctx.addIssue({ code: 'custom', message: `mesh network auth key ${problem}` });
+    }),
+  ),
   meshHostname: z.pipe(
     text('mesh network hostname', 'meshHostname'),
     z.string().check(
@@ -92,8 +100,38 @@ export interface Answers {
   mcpToken: string;
 }
 
-export function defaultMeshHostname(customerName: string): string {
-  return `openclaw-${slugify(customerName)}`.slice(0, 63).replace(/-+$/g, '');
+/** openclaw-<customer-slug>, or undefined when the name has no slug (then the hostname must be given). */
+export function defaultMeshHostname(customerName: string): string | undefined {
+  const slug = slugify(customerName);
+  return slug ? `openclaw-${slug}`.slice(0, 63).replace(/-+$/g, '') : undefined;
+}
+
+/**
+ * The form of a mesh auth key (the mesh service's docs, "Key prefixes"): `tskey-` then the
+ * key type. Only a pre-authentication key (`tskey-auth-...`) logs a server in with
+ * `tailscale up --auth-key` as the install runs it; an OAuth client secret
+ * (`tskey-client-...`) would also need --advertise-tags and is refused with the others,
+ * as is what is clearly another secret pasted into the wrong field. Checked before
+ * anything changes, so a wrong key no longer fails at `tailscale up`, after the packages.
+ */
+export const MESH_AUTH_KEY_PREFIX = 'tskey-auth-';
+const OTHER_MESH_KEYS: Record<string, string> = {
+  api: 'an API access token',
+  client: 'an OAuth client secret',
+  scim: 'a SCIM key',
+  webhook: 'a webhook secret',
+};
+const MESH_KEYS_PAGE = 'the mesh network admin console, Settings > Keys > Generate auth key';
+
+export function meshAuthKeyProblem(key: string): string | undefined {
+  if (key.startsWith('pkt_')) return `is a service API key (pkt_...), not a mesh key: the mesh auth key comes from ${MESH_KEYS_PAGE} (${MESH_AUTH_KEY_PREFIX}...)`;
+  const other = /^tskey-([a-z]+)-/.exec(key)?.[1];
+  if (other && other !== 'auth') {
+    return `is ${OTHER_MESH_KEYS[other] ?? `a tskey-${other}- key`} (tskey-${other}-...), not an auth key: create an auth key in ${MESH_KEYS_PAGE} (${MESH_AUTH_KEY_PREFIX}...)`;
+  }
+  if (!key.startsWith(MESH_AUTH_KEY_PREFIX)) return `must start with ${MESH_AUTH_KEY_PREFIX} (an auth key from ${MESH_KEYS_PAGE})`;
+  if (key.length === MESH_AUTH_KEY_PREFIX.length) return `is only its prefix ${MESH_AUTH_KEY_PREFIX}: paste the whole key`;
+  return undefined;
 }
 
 /** Validates one answer; returns the cleaned value or the message naming the field. */

@@ -3,6 +3,7 @@ import http from 'node:http';
 import net from 'node:net';
 import tls from 'node:tls';
 import { DeployError, UsageError } from '../errors.js';
+import { numberTextProblem, shown } from '../input.js';
 import { PathMap } from '../host/paths.js';
 import { Redactor } from '../host/redact.js';
 import { CHANNEL_PORT, LAYOUT } from '../layout.js';
@@ -28,6 +29,8 @@ export const ENV = {
 } as const;
 
 export const DEFAULT_CHAT_TIMEOUT_S = 300;
+/** An hour: longer is no chat turn (and beyond 24 days Node's timer would fire at once). */
+export const MAX_CHAT_TIMEOUT_S = 3600;
 
 export interface ChatOptions {
   message?: string;
@@ -39,7 +42,8 @@ export interface ChatOptions {
   tokenFile?: string;
   knockFile?: string;
   /** Seconds. */
-  timeout?: number;
+  /** Seconds, as typed (text) or a number. */
+  timeout?: string | number;
   json?: boolean;
   verbose?: boolean;
   /** Declared only to refuse them: a secret in argv is visible to every user. */
@@ -283,7 +287,8 @@ export async function runChat(options: ChatOptions, context: ChatContext): Promi
   if (options.session !== undefined && !SESSION_ID_PATTERN.test(options.session)) {
     throw new UsageError(`--session ${options.session} is not a valid session id`, 'use letters, digits, _ and - (up to 128), as returned by an earlier chat');
   }
-  if (options.timeout !== undefined && !(options.timeout > 0)) throw new UsageError('--timeout must be a positive number of seconds');
+  const timeoutProblem = options.timeout === undefined ? undefined : numberTextProblem(String(options.timeout), { min: 0, max: MAX_CHAT_TIMEOUT_S, aboveMin: true });
+  if (timeoutProblem) throw new UsageError(`--timeout ${shown(String(options.timeout))}: ${timeoutProblem} (seconds)`, `e.g. --timeout ${DEFAULT_CHAT_TIMEOUT_S}`);
   const resolved = resolveChat(options, context);
   const redactor = new Redactor();
   redactor.add(resolved.token, resolved.knock);
@@ -301,7 +306,7 @@ export async function runChat(options: ChatOptions, context: ChatContext): Promi
   };
   let response: RawResponse;
   try {
-    response = await postSigned({ url: resolved.url, trust: resolved.trust, headers, body, timeoutMs: (options.timeout ?? DEFAULT_CHAT_TIMEOUT_S) * 1000 });
+    response = await postSigned({ url: resolved.url, trust: resolved.trust, headers, body, timeoutMs: Number(options.timeout ?? DEFAULT_CHAT_TIMEOUT_S) * 1000 });
   } catch (error) {
     if (error instanceof DeployError) throw new DeployError(redactor.redact(error.message), error.hint);
     throw error;

@@ -1,5 +1,5 @@
 import type { Argv, CommandModule } from 'yargs';
-import { withGlobals, type GlobalOptions } from './shared.js';
+import { numberOption, withGlobals, type GlobalOptions } from './shared.js';
 
 export interface BackupArgs extends GlobalOptions {
   check?: boolean;
@@ -14,7 +14,7 @@ export const backupCommand: CommandModule<object, BackupArgs> = {
     withGlobals(y)
       .option('check', { type: 'boolean', describe: 'Show what would be backed up (or scheduled); change nothing' })
       .option('every', { type: 'string', describe: 'Schedule a backup every PERIOD (1h to 30d: 24h, 7d) as a systemd timer; off removes the schedule' })
-      .option('keep', { type: 'string', describe: 'Keep only the newest N backups in /var/backups/service-deploy (default 7 for a schedule)' })
+      .option('keep', numberOption('Keep only the newest N backups in /var/backups/service-deploy (default 7 for a schedule)'))
       .example('$0 backup', 'A verified backup into /var/backups/service-deploy (0600 in a 0700 folder)')
       .example('$0 backup --every 24h --keep 7', 'A nightly backup, the newest 7 kept; doctor reports the age of the last one')
       .example('$0 backup --every off', 'Remove the schedule (the backups stay)') as Argv<BackupArgs>,

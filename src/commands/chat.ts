@@ -1,6 +1,6 @@
 import type { CommandModule } from 'yargs';
 import type { ChatOptions } from '../channel/client.js';
-import { withGlobals } from './shared.js';
+import { numberOption, withGlobals } from './shared.js';
 
 /**
  * `service-deploy chat`: a signed message to the agent's channel endpoint
@@ -24,7 +24,7 @@ export const chatCommand: CommandModule<object, ChatOptions> = {
       .option('insecure', { type: 'boolean', describe: 'Do not verify the certificate (prefer --pin)' })
       .option('token-file', { type: 'string', describe: 'File holding the bearer token (default: $SERVICE_CHANNEL_TOKEN)' })
       .option('knock-file', { type: 'string', describe: 'File holding the knock secret (default: $SERVICE_CHANNEL_KNOCK)' })
-      .option('timeout', { type: 'number', describe: 'Seconds to wait for the reply (default 300)' })
+      .option('timeout', numberOption('Seconds to wait for the reply, above 0 (default 300)'))
       // Declared only so that they are refused with a reason instead of "unknown argument".
       .option('token', { type: 'string', hidden: true })
       .option('knock', { type: 'string', hidden: true })

@@ -1,10 +1,10 @@
 import type { Argv, CommandModule } from 'yargs';
 import { UsageError } from '../errors.js';
-import { withGlobals, type GlobalOptions } from './shared.js';
+import { numberOption, withGlobals, type GlobalOptions } from './shared.js';
 
 export interface GatewayArgs extends GlobalOptions {
   action?: string;
-  lines?: number;
+  lines?: string;
 }
 
 const ACTIONS = ['status', 'restart', 'logs'] as const;
@@ -15,7 +15,7 @@ export const gatewayCommand: CommandModule<object, GatewayArgs> = {
   builder: (y) =>
     withGlobals(y)
       .positional('action', { type: 'string', choices: ACTIONS, describe: 'status, restart or logs' })
-      .option('lines', { alias: 'n', type: 'number', describe: 'logs: how many lines (default 200)' })
+      .option('lines', numberOption('logs: how many lines, 1 to 100000 (default 200)', { alias: 'n' }))
       .example('$0 gateway status', 'Service state and the runtime\'s own gateway status')
       .example('$0 gateway restart', 'daemon-reload, restart, wait for /healthz')
       .example('$0 gateway logs -n 50', 'The last 50 lines of the gateway journal') as Argv<GatewayArgs>,

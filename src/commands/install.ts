@@ -1,6 +1,6 @@
 import type { Argv, CommandModule } from 'yargs';
 import type { InstallRequest } from '../install/request.js';
-import { answerFlags, answerOptions, refuseSecretFlags, withGlobals, type AnswerArgs, type GlobalOptions } from './shared.js';
+import { answerFlags, answerOptions, numberOption, refuseSecretFlags, withGlobals, type AnswerArgs, type GlobalOptions } from './shared.js';
 
 export interface InstallArgs extends GlobalOptions, AnswerArgs {
   nonInteractive?: boolean;
@@ -46,7 +46,7 @@ export function installOptions<T>(y: Argv<T>) {
     .option('reset-clean', { type: 'boolean', describe: 'Back up to /tmp/openclaw-backup-*.tar.gz (a copy in /var/backups/service-deploy), then remove runtime, mesh client, config and workspace', group: 'Mode:' })
     .option('rotate-channel-secrets', { type: 'boolean', describe: 'Generate a new channel token and knock', group: 'Mode:' })
     .option('channel-allow', { type: 'string', describe: "Only these addresses may reach the channel port 18790: CIDR[,CIDR] (the portal's egress), or 'any'; kept on re-runs", group: 'Mode:' })
-    .option('lock-timeout', { type: 'string', describe: 'Seconds to wait for the apt/dpkg lock (default 300)', group: 'Mode:' })
+    .option('lock-timeout', numberOption('Seconds to wait for the apt/dpkg lock (default 300)', { group: 'Mode:' }))
     .example('$0 install', 'Interactive install or update (prompts for the six answers)')
     .example('SERVICE_API_KEY=... SERVICE_MESH_AUTH_KEY=... SERVICE_MCP_TOKEN=... $0 install --customer-name "Acme" --non-interactive', 'Scripted install')
     .example('curl -fsSL https://<setup_url>/install.sh | sudo bash -s -- --answers /root/answers.env', 'The one-liner: answers in a 0600 file survive sudo')

@@ -12,7 +12,7 @@ export const rollbackCommand: CommandModule<object, RollbackArgs> = {
   describe: 'Go back to the OpenClaw package (or Node) and the state from before the last upgrade (the pre-upgrade backup)',
   builder: (y) =>
     withGlobals(y)
-      .option('yes', { type: 'boolean', describe: 'Confirm without a prompt (what changed since the upgrade is lost)' })
+      .option('yes', { alias: 'y', type: 'boolean', describe: 'Confirm without a prompt (what changed since the upgrade is lost)' })
       .option('check', { type: 'boolean', describe: 'Show what would be rolled back; change nothing' })
       .option('non-interactive', { type: 'boolean', describe: 'Never prompt' })
       .example('$0 rollback --check', 'Which versions and which backup a rollback would bring back')

@@ -6,6 +6,16 @@ export interface GlobalOptions {
   verbose?: boolean;
 }
 
+/**
+ * A numeric option, kept as the text typed so that a refusal can quote it (yargs' own
+ * number type turns \`abc\` into NaN and an empty value into 0) and shown as [number] in
+ * --help: yargs' parser lets \`string\` win, its help lets \`number\` win. The command
+ * checks the text (input.ts numberTextProblem, or the option's own rule).
+ */
+export function numberOption(describe: string, more: { alias?: string; group?: string } = {}) {
+  return { type: 'string', number: true, describe, ...more } as const;
+}
+
 /** Options every command understands. */
 export function withGlobals<T>(yargs: Argv<T>) {
   return yargs

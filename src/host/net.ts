@@ -17,6 +17,8 @@ export interface HttpOptions {
   body?: string;
   /** Downloads: bytes received so far and the total when the server said it (content-length), as they arrive. */
   onProgress?: (received: number, total: number | undefined) => void;
+  /** Answer a redirect with the 3xx itself: a request carrying a secret never follows one elsewhere. */
+  noRedirect?: boolean;
 }
 
 export interface HttpResponse {
@@ -73,7 +75,7 @@ export class Net {
         },
         (res) => {
           const location = res.headers.location;
-          if (res.statusCode && res.statusCode >= 300 && res.statusCode < 400 && location) {
+          if (res.statusCode && res.statusCode >= 300 && res.statusCode < 400 && location && !options.noRedirect) {
             res.resume();
             const next = new URL(location, target);
             if (target.protocol === 'https:' && next.protocol !== 'https:') {

@@ -7,7 +7,7 @@ import zlib from 'node:zlib';
 import { parseStoredAnswers, type StoredAnswers } from '../answers/index.js';
 import { UsageError } from '../errors.js';
 import { ROOT_OWNER, type Host } from '../host/index.js';
-import { shown } from '../input.js';
+import { fileErrorText, shown } from '../input.js';
 import {
   BACKUP_ANSWERS,
   BACKUP_ROOTS,
@@ -79,13 +79,13 @@ export async function openArchive(realPath: string, shownAs: string): Promise<fs
   try {
     st = await fs.stat(realPath);
   } catch {
-    throw new UsageError(`backup archive ${shownAs} does not exist`, 'give the path that --reset-clean printed (/tmp/openclaw-backup-*.tar.gz)');
+    throw new UsageError(`backup archive ${shownAs} does not exist`, 'give the path of a backup: the one --reset-clean or uninstall printed (/tmp/openclaw-backup-*.tar.gz), or one in /var/backups/service-deploy');
   }
-  if (!st.isFile()) throw new UsageError(`backup archive ${shownAs} is not a regular file`, 'give the path that --reset-clean printed (/tmp/openclaw-backup-*.tar.gz)');
+  if (!st.isFile()) throw new UsageError(`backup archive ${shownAs} is not a regular file`, 'give the path of a backup: the one --reset-clean or uninstall printed (/tmp/openclaw-backup-*.tar.gz), or one in /var/backups/service-deploy');
   try {
     return await fs.open(realPath, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
   } catch (error) {
-    throw new UsageError(`cannot read backup archive ${shownAs} (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
+    throw new UsageError(`cannot read backup archive ${shownAs}: ${fileErrorText(error)}`);
   }
 }
 

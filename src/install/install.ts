@@ -75,15 +75,18 @@ export async function installWithLock({ host: given, request, steps, lockHeld, q
   const interactive = !catalog && !request.nonInteractive && !request.json && Boolean(process.stdin.isTTY && process.stdout.isTTY);
   const lockTimeout = lockTimeoutSeconds(request.lockTimeout);
 
-  // Every question is asked before the task list starts.
+  // Every question is asked before the task list starts; --check and --diff review a run
+  // with the answers it would use: only what has no stored value or default is asked.
   const prompter = interactive ? await (await import('../answers/index.js')).terminalPrompter() : undefined;
-  const { profile, components, answers } = await resolveDeploymentInputs(host, request.answers, { prompter });
+  const { profile, components, answers } = await resolveDeploymentInputs(host, request.answers, { prompter, askOnlyMissing: check });
 
   const channelAllow = parseChannelAllow(request);
+  const channelKept = await keepsChannel(host, request);
   const options: InstallOptions = {
     check,
     diff: Boolean(request.diff),
-    channel: catalog || Boolean(request.channel),
+    channel: catalog || Boolean(request.channel) || channelKept,
+    channelKept,
     catalog,
     rotateChannelSecrets: Boolean(request.rotateChannelSecrets),
     lockTimeoutMs: lockTimeout * 1000,
@@ -96,7 +99,7 @@ export async function installWithLock({ host: given, request, steps, lockHeld, q
       await sweepLeftovers(host);
       await host.files.ensureDir(LAYOUT.logDir, 0o700);
       host.log.attachFile(host.paths.real(LAYOUT.installLog), { rotateAtBytes: INSTALL_LOG_ROTATE_BYTES });
-      host.log.debug(`install started: customer ${answers.customerSlug}, model ${answers.modelId}, channel ${options.channel}`);
+      host.log.debug(`install started: customer ${answers.customerSlug}, model ${answers.modelId}, channel ${options.channelKept ? 'kept' : options.channel}`);
     }
     const started = Date.now();
     // Step lines on stderr (renderer.ts): live on a terminal, one plain line per event
@@ -111,10 +114,22 @@ export async function installWithLock({ host: given, request, steps, lockHeld, q
   }
 }
 
+/**
+ * A re-run without --channel (or --catalog) on a server that has the channel endpoint
+ * keeps it: its steps converge as in the run that set it up, and the run says
+ * "channel: kept". Only an explicit --no-channel leaves it untouched, unconverged.
+ */
+export const CHANNEL_KEPT = 'channel: kept (this server has the channel endpoint: a re-run without --channel keeps it and converges it)';
+
+async function keepsChannel(host: Host, request: InstallRequest): Promise<boolean> {
+  if (request.catalog || request.channel !== undefined) return false;
+  return host.files.exists(LAYOUT.channelEnv);
+}
+
 /** --channel-allow, checked before anything runs (exit 2 naming the flag). */
 function parseChannelAllow(request: InstallRequest): Cidr[] | undefined {
   if (request.channelAllow === undefined) return undefined;
-  if (!request.catalog && !request.channel) throw new UsageError('--channel-allow applies to the channel endpoint', 'add --channel (or --catalog)');
+  if (!request.catalog && !request.channel) throw new UsageError('--channel-allow applies to the channel endpoint', 'add --channel (or --catalog); nothing was changed');
   try {
     return parseAllowList(String(request.channelAllow));
   } catch (error) {
@@ -145,6 +160,7 @@ async function report(host: Host, request: InstallRequest, outcome: PipelineOutc
   // --check lists every step it could not plan on stdout (planLines).
   const failed = options.check ? undefined : outcome.results.find((r) => r.status === 'failed');
   if (failed) host.log.debug(`${failed.title} failed: ${failed.error}${failed.hint ? ` (-> ${failed.hint})` : ''}`);
+  if (options.channelKept) printLine(CHANNEL_KEPT);
   printLine(`${options.check ? 'plan' : 'recap'}: ${recap} (${(ms / 1000).toFixed(1)} s)`);
   // What to do next: where the agent is and how to look after it, or after a failure what to do about it.
   const next = await nextSteps(host, outcome, options, answers);

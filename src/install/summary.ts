@@ -40,7 +40,10 @@ export async function nextSteps(host: Host, outcome: PipelineOutcome, options: I
     ],
     ['Pair a device', `open ${url ?? 'the mesh URL'} on the device, then here: \`sudo service-deploy devices list\` and \`sudo service-deploy devices approve <request-id>\``],
   ];
-  if (options.channel) rows.push(['Channel', '`sudo service-deploy channel show` prints what the portal needs (URL, certificate pin)']);
+  if (options.channel) {
+    const kept = options.channelKept ? 'kept (set up by an earlier --channel or --catalog run); ' : '';
+    rows.push(['Channel', `${kept}\`sudo service-deploy channel show\` prints what the portal needs (URL, certificate pin)`]);
+  }
   rows.push(
     ['Health', '`sudo service-deploy doctor` (`--fix` repairs what it safely can); `sudo service-deploy status` for a summary'],
     ['Logs', `${LOG_HINT}; the agent's: \`sudo service-deploy gateway logs\``],

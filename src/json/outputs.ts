@@ -291,7 +291,8 @@ const componentState = () => z.object({ installed: z.string().optional().describ
 
 export const statusOutput = defineOutput({
   name: 'status',
-  version: 1,
+  // 2: ok is false (exit 1) when nothing is deployed or the gateway is down; in 1 it was always true.
+  version: 2,
   title: 'Deployment status',
   printedBy: '`status --json`',
   shape: () => ({

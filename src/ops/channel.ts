@@ -73,23 +73,24 @@ export async function channelHandoff(host: Host, options: { showSecrets?: boolea
 }
 
 /**
- * Endpoint URLs from the certificate's names: public IPv4 first, then other addresses,
- * then names; loopback and `localhost` last (they only work on the server itself).
+ * Endpoint URLs from the certificate's names: public IPv4 first, then DNS names with a
+ * domain, private IPv4, other IPv6, short names; loopback and `localhost` last (they only
+ * work on the server itself). Node writes IPv6 names in full (0:0:0:0:0:0:0:1): the URL
+ * carries the usual short form ([::1]), which is also how loopback is recognised.
  */
 function endpointUrls(names: string[]): string[] {
-  const rank = (n: string): number => {
+  const hosts = names.map((n) => {
     const v = n.slice(n.indexOf(':') + 1);
-    if (v === 'localhost' || v === '127.0.0.1' || v === '::1') return 5;
-    if (n.startsWith('IP:') && !v.includes(':')) return isPrivateV4(v) ? 2 : 0;
-    if (n.startsWith('IP:')) return 3;
-    return v.includes('.') ? 1 : 4;
+    const ip = n.startsWith('IP:');
+    return { ip, v6: ip && v.includes(':'), host: ip && v.includes(':') ? new URL(`https://[${v}]/`).hostname : v };
+  });
+  const rank = ({ ip, v6, host }: (typeof hosts)[number]): number => {
+    if (host === 'localhost' || /^127\./.test(host) || host === '[::1]') return 5;
+    if (ip && !v6) return isPrivateV4(host) ? 2 : 0;
+    if (v6) return 3;
+    return host.includes('.') ? 1 : 4;
   };
-  return [...names]
-    .sort((a, b) => rank(a) - rank(b))
-    .map((n) => {
-      const v = n.slice(n.indexOf(':') + 1);
-      return `https://${n.startsWith('IP:') && v.includes(':') ? `[${v}]` : v}:${CHANNEL_PORT}${CHANNEL_PATH}`;
-    });
+  return hosts.sort((a, b) => rank(a) - rank(b)).map(({ host }) => `https://${host}:${CHANNEL_PORT}${CHANNEL_PATH}`);
 }
 
 function isPrivateV4(ip: string): boolean {

@@ -1,4 +1,5 @@
 import { DeployError, UsageError } from '../errors.js';
+import { numberTextProblem, shown } from '../input.js';
 import { createHost, type Host } from '../host/index.js';
 import { userManagerEnv } from '../host/services.js';
 import { LAYOUT } from '../layout.js';
@@ -10,7 +11,8 @@ import { openclaw } from '../runtime/openclaw.js';
 export interface OpsOptions {
   json: boolean;
   verbose: boolean;
-  lines?: number;
+  /** --lines as typed (text) or a number; checked before journalctl runs. */
+  lines?: string | number;
 }
 
 const UNIT = LAYOUT.gatewayUnit;
@@ -80,8 +82,10 @@ async function restart(host: Host, options: OpsOptions): Promise<void> {
 }
 
 async function logs(host: Host, options: OpsOptions): Promise<void> {
-  const lines = options.lines ?? 200;
-  if (!Number.isInteger(lines) || lines <= 0 || lines > 100_000) throw new UsageError(`--lines ${lines}: must be a whole number from 1 to 100000`, 'nothing was run');
+  const given = options.lines === undefined ? '200' : String(options.lines);
+  const problem = numberTextProblem(given, { min: 1, max: 100_000, whole: true });
+  if (problem) throw new UsageError(`--lines ${shown(given)}: ${problem}`, 'e.g. --lines 50; nothing was run');
+  const lines = Number(given);
   const result = await host.exec.run('journalctl', ['--user', '-u', UNIT, '-n', String(lines), '--no-pager', ...(options.json ? ['-o', 'json'] : [])], {
     env: userManagerEnv(),
     timeoutMs: 60_000,

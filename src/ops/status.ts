@@ -1,8 +1,8 @@
 import { loadComponents } from '../components.js';
 import { createHost, type Host } from '../host/index.js';
 import { LAYOUT } from '../layout.js';
-import { printLine } from '../output.js';
-import { emitJson, statusOutput } from '../json/index.js';
+import { printError, printLine } from '../output.js';
+import { emitJson, statusOutput, type ErrorBody } from '../json/index.js';
 import { readStoredAnswers } from '../answers/index.js';
 import { probeHealth } from '../steps/health.js';
 import { GLOBAL_MODULES, PLUGIN_PREFIX, installedPackageVersion } from '../runtime/openclaw.js';
@@ -59,9 +59,32 @@ export async function collectStatus(host: Host): Promise<StatusReport> {
   };
 }
 
+/**
+ * Why `status` exits 1 (README "Exit codes"): nothing is deployed, or the deployed agent
+ * is down (its gateway unit not active, or /healthz not answering). Undefined: exit 0.
+ * The mesh is reported but not judged here: chat over the channel works without it, and
+ * doctor says what a logged-out mesh client means.
+ */
+export function statusProblem(report: StatusReport): ErrorBody | undefined {
+  if (!report.deployed) {
+    return { code: 'not-deployed', message: 'nothing is deployed on this server', hint: 'deploy with `service-deploy install` (docs: the quickstart)', exitCode: 1 };
+  }
+  const { gateway, health } = report.services;
+  if (gateway && health) return undefined;
+  return {
+    code: 'gateway-down',
+    message: `the agent's gateway is down: ${LAYOUT.gatewayUnit} ${gateway ? 'is active' : 'is not active'} and /healthz ${health ? 'answers' : 'does not answer'}`,
+    hint: 'see `service-deploy gateway logs`, then `service-deploy doctor --fix` (or `service-deploy gateway restart`)',
+    exitCode: 1,
+  };
+}
+
 export async function runStatus(args: { json?: boolean; verbose?: boolean }): Promise<void> {
   const report = await collectStatus(createHost({ verbose: args.verbose }));
-  if (args.json) return emitJson(statusOutput, { ok: true, ...report });
+  const problem = statusProblem(report);
+  if (problem) process.exitCode = problem.exitCode;
+  if (args.json) return emitJson(statusOutput, { ok: problem === undefined, ...report, ...(problem ? { error: problem } : {}) });
+  if (problem && report.deployed) printError(`status: ${problem.message}; ${problem.hint}`);
   printLine(`service-deploy ${report.binary.version} (Node.js ${report.binary.node}, linux-${report.binary.arch})`);
   if (!report.deployed) printLine('No deployment found on this server (run `service-deploy install`).');
   else printLine(`customer ${report.customer}  model ${report.model}  mesh ${report.meshHostname}  channel ${report.channel ? 'on' : 'off'}`);

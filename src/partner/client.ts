@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { UsageError } from '../errors.js';
-import { placeholderEndpointHint } from '../input.js';
+import { fileErrorText, placeholderEndpointHint } from '../input.js';
 import { Redactor } from '../host/redact.js';
 import { VERSION } from '../version.js';
 import {
@@ -177,7 +177,10 @@ export class PartnerClient {
         undefined,
         mayHaveApplied,
         (mayHaveApplied ? this.mayHaveAppliedHint(operation) : undefined) ??
-          placeholderEndpointHint(this.options.baseUrl, 'SERVICE_PARTNER_API_URL') ?? 'check the network and SERVICE_PARTNER_API_URL, then re-run the same command',
+          placeholderEndpointHint(this.options.baseUrl, 'SERVICE_PARTNER_API_URL') ??
+          (failure.code && CERTIFICATE_CODES.includes(failure.code)
+            ? `nothing was sent: ${this.options.baseUrl} did not show a certificate this machine trusts; check that SERVICE_PARTNER_API_URL is the partner API's own https address, then re-run the same command`
+            : `${failure.neverSent ? 'nothing was sent (no connection was made): ' : ''}check the network and SERVICE_PARTNER_API_URL, then re-run the same command`),
         { cause: failure.error },
       );
     }
@@ -273,11 +276,14 @@ export class PartnerClient {
         );
       }
       const words = answer.message.replace(/\S*\/\S*/g, ' '); // paths name agents and customers too
-      if (operation.name === 'map-agent' && AGENT_WORD.test(words) && !CUSTOMER_WORD.test(words)) {
+      // SPEC 7: a 404 on mapping means "agent not found", whatever the API's words, unless
+      // they speak of the customer only (SPEC 7 names a wrong customer id as another way
+      // for mapping to fail, with no status: that hint goes with every agent-not-found).
+      if (operation.name === 'map-agent' && (AGENT_WORD.test(words) || !CUSTOMER_WORD.test(words))) {
         return new AgentNotFoundError(
-          `${operation.subject} is not imported into the partner account (404)${said}`,
+          `agent not found: ${operation.subject} is not imported into the partner account (HTTP 404)${said}`,
           status,
-          'import the agent into the partner account on that voice platform first, and check the agent id and --provider',
+          'import the agent into the partner account on that voice platform first, and check --agent-id and --provider; a --customer-id that onboarding did not return makes mapping fail too (the API gives no status of its own for that): check it is the id onboarding printed',
         );
       }
       if (operation.name !== 'onboard' && CUSTOMER_WORD.test(words)) {
@@ -392,10 +398,26 @@ interface NetworkFailure {
   description: string;
 }
 
-/** Failures before a connection exists: nothing of the request was written. */
-const NEVER_SENT_CODES = new Set(['ECONNREFUSED', 'EAI_AGAIN', 'ENOTFOUND', 'ENETUNREACH', 'EHOSTUNREACH', 'EADDRNOTAVAIL', 'UND_ERR_CONNECT_TIMEOUT']);
+/** The server's certificate was refused: the TLS handshake failed, so no byte of the request left. */
+const CERTIFICATE_CODES = [
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'CERT_REVOKED',
+];
+/**
+ * Failures before a connection exists (or before TLS let the request through): nothing
+ * of the request was written, so the server cannot have acted on it.
+ */
+const NEVER_SENT_CODES = new Set(['ECONNREFUSED', 'EAI_AGAIN', 'ENOTFOUND', 'ENETUNREACH', 'EHOSTUNREACH', 'EADDRNOTAVAIL', 'UND_ERR_CONNECT_TIMEOUT', 'ERR_INVALID_URL', ...CERTIFICATE_CODES]);
 /** Permanent until someone fixes the URL or the certificate. */
-const PERMANENT_CODES = new Set(['ENOTFOUND', 'ERR_INVALID_URL', 'CERT_HAS_EXPIRED', 'DEPTH_ZERO_SELF_SIGNED_CERT', 'ERR_TLS_CERT_ALTNAME_INVALID', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'SELF_SIGNED_CERT_IN_CHAIN']);
+const PERMANENT_CODES = new Set(['ENOTFOUND', 'ERR_INVALID_URL', ...CERTIFICATE_CODES]);
+/** fetch refuses some ports (the WHATWG "bad port" list) before it connects: an error without a code. */
+const REFUSED_BEFORE_CONNECTING = /^bad port$/;
 
 /** undici wraps the socket error as `TypeError('fetch failed', { cause })`, sometimes in an AggregateError (one per address). */
 export function classifyNetworkError(error: unknown): NetworkFailure {
@@ -410,10 +432,13 @@ export function classifyNetworkError(error: unknown): NetworkFailure {
     if (Array.isArray(errors)) for (const inner of errors) visit(inner, depth + 1);
   };
   visit(error, 0);
-  const neverSent = codes.length > 0 && codes.every((code) => NEVER_SENT_CODES.has(code));
-  const transient = !codes.some((code) => PERMANENT_CODES.has(code));
+  const refusedByFetch = codes.length === 0 && messages.some((message) => REFUSED_BEFORE_CONNECTING.test(message));
+  const neverSent = refusedByFetch || (codes.length > 0 && codes.every((code) => NEVER_SENT_CODES.has(code)));
+  const transient = !refusedByFetch && !codes.some((code) => PERMANENT_CODES.has(code));
   const code = codes[0];
-  const description = code ? `${code}${messages[0] && !messages[0].includes(code) ? ` (${messages[0]})` : ''}` : (messages[0] ?? 'network error');
+  // Node's advice to start it with --use-system-ca is no advice for this binary.
+  const message = messages[0]?.replace(/; if the root CA is installed locally, try running Node\.js with --use-system-ca/, '');
+  const description = code ? `${code}${message && !message.includes(code) ? ` (${message})` : ''}` : (message ?? 'network error');
   return { error, code, neverSent, transient, description };
 }
 
@@ -499,7 +524,7 @@ export function resolveApiKey(input: {
       key = (input.readFile ?? ((path) => fs.readFileSync(path, 'utf8')))(input.apiKeyFile).trim();
       warnIfShared(input.apiKeyFile, input.warn);
     } catch (error) {
-      throw new UsageError(`cannot read the API key file ${input.apiKeyFile}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`, 'pass a readable file holding only the key (mode 0600)');
+      throw new UsageError(`cannot read the API key file ${input.apiKeyFile}: ${fileErrorText(error)}`, 'pass a readable file holding only the key (mode 0600); nothing was sent to the partner API');
     }
   } else {
     source = API_KEY_ENV;

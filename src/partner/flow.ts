@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import { DeployError, UsageError } from '../errors.js';
+import { fileErrorText, numberTextProblem, shown } from '../input.js';
 import { Logger } from '../host/log.js';
 import { Redactor } from '../host/redact.js';
 import { loadProfile, type ServiceProfile } from '../profile.js';
@@ -45,8 +46,8 @@ export interface CommonOptions {
   verbose?: boolean;
   body?: string;
   apiKeyFile?: string;
-  /** Seconds. */
-  timeout?: number;
+  /** Seconds, as typed (text) or a number. */
+  timeout?: string | number;
   /** Declared only to refuse it with a clear message: a key in argv is visible to every user. */
   apiKey?: unknown;
 }
@@ -101,10 +102,15 @@ export async function runOnboard(options: OnboardOptions, context: PartnerContex
 
 export async function runMapAgent(options: MapAgentOptions, context: PartnerContext): Promise<void> {
   const profile = loadProfile(context.env);
-  const target = parseInput(agentTargetSchema(profile.voiceProviders), { provider: options.provider, agentId: options.agentId }, 'agent', MAP_FLAG_OF);
-  const body = options.body
-    ? parseInput(MapAgentBodySchema, await readJsonBody(options, context, ['customerId', 'profitMultiplier']), 'agent mapping body')
-    : parseInput(MapAgentBodySchema, { customerId: options.customerId, profitMultiplier: options.profitMultiplier }, 'agent mapping body', MAP_FLAG_OF);
+  const json = options.body ? await readJsonBody(options, context, ['customerId', 'profitMultiplier']) : undefined;
+  // The agent (flags) and the body (flags or --body) are checked together: every bad field in one message.
+  const [target, body] = allOrRefuse([
+    () => parseInput(agentTargetSchema(profile.voiceProviders), { provider: options.provider, agentId: options.agentId }, 'agent', MAP_FLAG_OF),
+    () =>
+      options.body
+        ? parseInput(MapAgentBodySchema, json, 'agent mapping body')
+        : parseInput(MapAgentBodySchema, { customerId: options.customerId, profitMultiplier: options.profitMultiplier }, 'agent mapping body', MAP_FLAG_OF),
+  ] as const);
   const { client } = prepare(options, context, profile);
   const answer = await client.mapAgent(target.provider, target.agentId, body);
   context.stderr(`Mapped ${target.provider} agent ${target.agentId} to customer ${body.customerId} (profit multiplier ${body.profitMultiplier})`);
@@ -115,10 +121,14 @@ export async function runMapAgent(options: MapAgentOptions, context: PartnerCont
 }
 
 export async function runAddMember(options: AddMemberOptions, context: PartnerContext): Promise<void> {
-  const { customerId } = parseInput(MapAgentBodySchema.pick({ customerId: true }), { customerId: options.customerId }, 'customer id', MAP_FLAG_OF);
-  const body = options.body
-    ? parseInput(TeamMemberBodySchema, await readJsonBody(options, context, ['email', 'name', 'role']), 'team member body')
-    : parseInput(TeamMemberBodySchema, { email: options.email, name: options.name, role: options.role }, 'team member body', MEMBER_FLAG_OF);
+  const json = options.body ? await readJsonBody(options, context, ['email', 'name', 'role']) : undefined;
+  const [{ customerId }, body] = allOrRefuse([
+    () => parseInput(MapAgentBodySchema.pick({ customerId: true }), { customerId: options.customerId }, 'customer id', MAP_FLAG_OF),
+    () =>
+      options.body
+        ? parseInput(TeamMemberBodySchema, json, 'team member body')
+        : parseInput(TeamMemberBodySchema, { email: options.email, name: options.name, role: options.role }, 'team member body', MEMBER_FLAG_OF),
+  ] as const);
   const { client } = prepare(options, context);
   const answer = await client.addTeamMember(customerId, body);
   context.stderr(`Added ${body.email} (${body.role}) to customer ${customerId}`);
@@ -268,6 +278,25 @@ function flowInputFromFlags(options: OnboardFlowOptions) {
   };
 }
 
+/**
+ * Runs every check and returns their results, or throws one UsageError naming every
+ * problem they found (a user fixes all of them in one go, not one per run).
+ */
+function allOrRefuse<T extends readonly (() => unknown)[]>(checks: T): { -readonly [K in keyof T]: ReturnType<T[K]> } {
+  const results: unknown[] = [];
+  const problems: string[] = [];
+  for (const check of checks) {
+    try {
+      results.push(check());
+    } catch (error) {
+      if (!(error instanceof UsageError)) throw error;
+      problems.push(error.message);
+    }
+  }
+  if (problems.length > 0) throw new UsageError(problems.join('; '), 'fix the fields named above; nothing was sent to the partner API');
+  return results as { -readonly [K in keyof T]: ReturnType<T[K]> };
+}
+
 /** Reads --body (a file, or `-` for stdin) as JSON; body flags alongside it would be ambiguous. */
 async function readJsonBody(options: CommonOptions, context: PartnerContext, bodyFlags: readonly string[]): Promise<unknown> {
   const source = options.body!;
@@ -282,7 +311,7 @@ async function readJsonBody(options: CommonOptions, context: PartnerContext, bod
   try {
     text = source === '-' ? await context.readStdin() : context.readFile(source);
   } catch (error) {
-    throw new UsageError(`cannot read --body ${source}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`, 'pass a readable JSON file, or - for stdin');
+    throw new UsageError(`cannot read --body ${source}: ${fileErrorText(error)}`, 'pass a readable JSON file, or - for stdin; nothing was sent to the partner API');
   }
   try {
     return JSON.parse(text);
@@ -295,6 +324,9 @@ function kebab(name: string): string {
   return name.replace(/[A-Z]/g, (letter) => `-${letter.toLowerCase()}`);
 }
 
+/** The longest --timeout: ten minutes for one answer. */
+const MAX_TIMEOUT_S = 600;
+
 /** Options -> a client with a redacting logger. The key is resolved only after the input is valid. */
 function prepare(options: CommonOptions, context: PartnerContext, profile: ServiceProfile = loadProfile(context.env)) {
   if (options.apiKey !== undefined) {
@@ -303,10 +335,9 @@ function prepare(options: CommonOptions, context: PartnerContext, profile: Servi
       'set SERVICE_PARTNER_API_KEY, or pass --api-key-file <path> (mode 0600)',
     );
   }
-  const timeoutMs = options.timeout === undefined ? DEFAULT_TIMEOUT_MS : options.timeout * 1000;
-  if (!Number.isFinite(timeoutMs) || timeoutMs <= 0 || timeoutMs > 600_000) {
-    throw new UsageError(`--timeout ${options.timeout}: must be a number of seconds between 0 and 600`, 'e.g. --timeout 30');
-  }
+  const timeoutProblem = options.timeout === undefined ? undefined : numberTextProblem(String(options.timeout), { min: 0, max: MAX_TIMEOUT_S, aboveMin: true });
+  if (timeoutProblem) throw new UsageError(`--timeout ${shown(String(options.timeout))}: ${timeoutProblem} (seconds)`, 'e.g. --timeout 30; nothing was sent to the partner API');
+  const timeoutMs = options.timeout === undefined ? DEFAULT_TIMEOUT_MS : Number(options.timeout) * 1000;
   const redactor = new Redactor();
   const log = new Logger(redactor, { verbose: options.verbose, stderr: (line) => context.stderr(line) });
   const apiKey = resolveApiKey({

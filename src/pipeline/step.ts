@@ -21,6 +21,8 @@ export interface InstallOptions {
   check: boolean;
   diff: boolean;
   channel: boolean;
+  /** The channel is on only because this server has it already (a re-run without --channel): "kept". */
+  channelKept?: boolean;
   catalog: boolean;
   rotateChannelSecrets: boolean;
   lockTimeoutMs: number;

@@ -4,6 +4,7 @@ import { DeployError } from '../errors.js';
 import { glibcVersion, isSupportedOs, readOs, supportedArch, versionBelow } from '../host/os.js';
 import type { Step } from '../pipeline/step.js';
 import { CHANNEL_PORT, GATEWAY_PORT } from '../layout.js';
+import { apiKeyVerdict, rejectedApiKeyMessage, unconfirmedApiKeyMessage } from './api-key.js';
 import { mcpTokenVerdict, rejectedTokenMessage } from './mcp.js';
 
 /** Free disk preflight asks for; the session store's budget (config/runtime-config.ts) is sized from it. */
@@ -20,8 +21,8 @@ export const GLIBC_FLOOR = '2.34';
 const OUR_LISTENERS = /openclaw|node|nginx/;
 
 /**
- * Refuses to start on a machine the deployment cannot work on, or with an MCP token
- * the service rejects; changes nothing. Its failure is a refusal (exit 2).
+ * Refuses to start on a machine the deployment cannot work on, or with a service API key
+ * or an MCP token the service rejects; changes nothing. Its failure is a refusal (exit 2).
  */
 export const preflightStep: Step = {
   id: 'preflight',
@@ -31,8 +32,9 @@ export const preflightStep: Step = {
     // The questions go out together (getconf, ss, the MCP server): one wait, not three.
     // The MCP token is checked here, before anything changes, when the server answers
     // (an unreachable server is the mcp step's to report).
-    const [verdict, osInfo, glibc, listeners] = await Promise.all([
+    const [verdict, keyVerdict, osInfo, glibc, listeners] = await Promise.all([
       mcpTokenVerdict(host, profile, answers.mcpToken),
+      apiKeyVerdict(host, profile, answers.apiKey),
       readOs(host.files),
       glibcVersion(host.exec),
       tcpListeners(host),
@@ -62,6 +64,8 @@ export const preflightStep: Step = {
       const { message, hint } = rejectedTokenMessage(verdict, profile);
       problems.push(`${message}: ${hint}`);
     }
+    if (keyVerdict.status === 'rejected') problems.push(rejectedApiKeyMessage(keyVerdict, profile));
+    else if (keyVerdict.status === 'unconfirmed') host.log.warn(unconfirmedApiKeyMessage(keyVerdict));
     if (problems.length > 0) {
       throw new DeployError(`this server is not ready:\n  - ${problems.join('\n  - ')}`, 'fix the points above and run the install again; nothing was changed');
     }

@@ -65,8 +65,8 @@ describe('the answers file', () => {
 
   it('SERVICE_ANSWERS_FILE names it when --answers does not; --answers wins; env and flags still override it', async () => {
     const files: Record<string, string> = {
-      'env.answers': 'SERVICE_CUSTOMER_NAME=FromEnvFile\nSERVICE_API_KEY=pkt_envfile_0001\nSERVICE_MCP_TOKEN=mcp-envfile\nSERVICE_MESH_AUTH_KEY=tskey-1',
-      'flag.answers': '{ "customerName": "FromFlagFile", "apiKey": "pkt_flagfile_001", "mcpToken": "mcp-flag", "meshAuthKey": "tskey-2" }',
+      'env.answers': 'SERVICE_CUSTOMER_NAME=FromEnvFile\nSERVICE_API_KEY=pkt_envfile_0001\nSERVICE_MCP_TOKEN=mcp-envfile\nSERVICE_MESH_AUTH_KEY=tskey-auth-1',
+      'flag.answers': '{ "customerName": "FromFlagFile", "apiKey": "pkt_flagfile_001", "mcpToken": "mcp-flag", "meshAuthKey": "tskey-auth-2" }',
     };
     const asked: Array<{ path: string; private?: boolean }> = [];
     const base: AnswerInputs = {

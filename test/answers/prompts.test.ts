@@ -45,7 +45,8 @@ describe('interactive install on a terminal', () => {
   it('a bad answer is refused at the prompt with the reason, and can be corrected', async () => {
     const sb = await makeSandbox();
     sandboxes.push(sb);
-    const result = await onTerminal(sb, ['install', '--check'], [
+    // A real run: --check would not ask the model or the hostname (both have defaults).
+    const result = await onTerminal(sb, ['install'], [
       ['Customer name', 'Nord GmbH'],
       ['Service API key', 'sk_wrong_prefix_123'],
       ['must start with pkt_', `\u0015${SECRETS.apiKey}`], // Ctrl-U clears the line, then the right key
@@ -56,6 +57,7 @@ describe('interactive install on a terminal', () => {
       ['Service MCP token', SECRETS.mcpToken],
     ]);
     expect(result.exitCode, result.stdout).toBe(0);
-    expect(result.stdout).toContain('plan:');
+    expect(result.stdout).toMatch(/recap: ok=\d+ changed=\d+ skipped=\d+ failed=0/);
+    expect(sb.read('var/lib/service-deploy/answers.json')).toContain('"meshHostname": "nord-box"');
   });
 });

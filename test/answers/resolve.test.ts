@@ -25,7 +25,7 @@ function scripted(answers: string[]): Prompter & { asked: string[] } {
 
 describe('resolveAnswers', () => {
   it('asks the six questions in the spec order, with derived defaults', async () => {
-    const p = scripted(['Zahnarztpraxis Dr. Müller', 'pkt_abcdefghijkl', '', 'tskey-abc', '', 'mcp-tok-xyz']);
+    const p = scripted(['Zahnarztpraxis Dr. Müller', 'pkt_abcdefghijkl', '', 'tskey-auth-abc', '', 'mcp-tok-xyz']);
     const a = await resolveAnswers(inputs({ prompter: p }));
     expect(p.asked.map((m) => m.split(' (')[0])).toEqual(['Customer name', 'Service API key', 'Model ID', 'Mesh network auth key', 'Mesh network hostname', 'Service MCP token']);
     expect(a).toEqual({
@@ -33,7 +33,7 @@ describe('resolveAnswers', () => {
       customerSlug: 'zahnarztpraxis-dr-muller',
       apiKey: 'pkt_abcdefghijkl',
       modelId: 'm-default',
-      meshAuthKey: 'tskey-abc',
+      meshAuthKey: 'tskey-auth-abc',
       meshHostname: 'openclaw-zahnarztpraxis-dr-muller',
       mcpToken: 'mcp-tok-xyz',
     });
@@ -48,7 +48,7 @@ describe('resolveAnswers', () => {
   });
 
   it('asks only what flags and env did not answer', async () => {
-    const p = scripted(['tskey-only']);
+    const p = scripted(['tskey-auth-only']);
     const a = await resolveAnswers(
       inputs({
         prompter: p,

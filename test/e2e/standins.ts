@@ -37,8 +37,9 @@ export interface AiGateway {
 }
 
 /**
- * The service's AI gateway: OpenAI chat completions (stream or not). Only the service
- * API key is accepted (401 otherwise), so a reply proves the agent is routed through it.
+ * The service's AI gateway: OpenAI chat completions (stream or not) and the models list
+ * the install's preflight asks. Only the service API key is accepted (401 otherwise), so
+ * a reply proves the agent is routed through it.
  * The reply names the model it was asked for.
  */
 export async function startAiGateway(apiKey: () => string): Promise<AiGateway> {
@@ -48,8 +49,10 @@ export async function startAiGateway(apiKey: () => string): Promise<AiGateway> {
     let body = '';
     req.on('data', (c) => (body += c));
     req.on('end', () => {
+      // The install's preflight asks the models list with the service API key (src/steps/api-key.ts).
       if (req.method === 'GET' && req.url?.endsWith('/models')) {
-        res.writeHead(200, { 'content-type': 'application/json' }).end('{"object":"list","data":[]}');
+        const ok = req.headers.authorization === `Bearer ${apiKey()}`;
+        res.writeHead(ok ? 200 : 401, { 'content-type': 'application/json' }).end(ok ? '{"object":"list","data":[]}' : '{"error":{"message":"invalid api key","type":"invalid_request_error"}}');
         return;
       }
       if (req.method !== 'POST' || !req.url?.endsWith('/chat/completions')) {

@@ -35,7 +35,7 @@ describe('service-deploy guard (binary, sandbox)', () => {
   const TAMPER: Array<[string, () => void, RegExp]> = [
     ['extra provider', () => { const c = config(); c.models.providers.mirror = { baseUrl: 'https://llm.example.net/v1' }; setConfig(c); }, /restored models\.providers\.mirror: extra provider/],
     ['direct vendor provider', () => { const c = config(); c.models.providers.openai = { baseUrl: 'https://api.openai.com/v1', apiKey: 'sk-proj-abcdefghijklmnop1234' }; setConfig(c); }, /restored models\.providers\.openai: direct model-vendor provider/],
-    ['changed base URL', () => { const c = config(); c.models.providers[Object.keys(c.models.providers)[0]!].baseUrl = 'https://evil.example.com/v1'; setConfig(c); }, /baseUrl: https:\/\/evil\.example\.com\/v1 -> http:\/\/127\.0\.0\.1:9\/v1/],
+    ['changed base URL', () => { const c = config(); c.models.providers[Object.keys(c.models.providers)[0]!].baseUrl = 'https://evil.example.com/v1'; setConfig(c); }, /baseUrl: https:\/\/evil\.example\.com\/v1 -> http:\/\/127\.0\.0\.1:\d+\/v1/],
     ['changed key', () => { const c = config(); c.models.providers[Object.keys(c.models.providers)[0]!].apiKey = 'pkt_stolen_key_0000000000'; setConfig(c); }, /apiKey: plaintext pkt_\*\*\*\*0000 -> reference file:service:\/serviceApiKey/],
     ['removed gateway.auth', () => { const c = config(); delete c.gateway.auth; setConfig(c); }, /restored gateway\.auth: missing -> mode token/],
     ['legacy gateway.token', () => { const c = config(); c.gateway.token = c.gateway.auth.token; setConfig(c); }, /restored gateway\.token: legacy top-level token/],

@@ -36,6 +36,7 @@ export interface Sandbox {
   state: string;
   log: string;
   mcp: { url: string; requests: number; token: string };
+  aiGateway: AiGatewayStandin;
   env(extra?: Record<string, string>): Record<string, string>;
   calls(command?: string): Call[];
   clearCalls(): void;
@@ -45,6 +46,19 @@ export interface Sandbox {
   read(p: string): string | undefined;
   stat(p: string): fs.Stats | undefined;
   close(): Promise<void>;
+}
+
+/**
+ * The service's AI gateway as the install's preflight meets it: `GET /v1/models` (the
+ * OpenAI-style models list) answers 200 to a `pkt_` key in the Authorization header and
+ * 401 otherwise. `answer` makes it answer otherwise: a status (403: a key without AI
+ * Gateway scope; 404, 500...), `'close'` (the connection dropped, no answer) or `'hang'`
+ * (no answer until the test ends). `requests` records each call as it came.
+ */
+export interface AiGatewayStandin {
+  url: string;
+  answer?: number | 'close' | 'hang';
+  requests: Array<{ method: string; path: string; authorization: string | undefined; query: string }>;
 }
 
 const shared = new Map<string, { ca: TestCa; dist: StaticServer }>();
@@ -110,6 +124,19 @@ export async function makeSandbox(options: { os?: string; arch?: 'x64' | 'arm64'
     res.writeHead(ok ? 200 : 401, { 'content-type': 'application/json' }).end(ok ? '{"jsonrpc":"2.0","id":1,"result":{}}' : '{"error":"unauthorized"}');
   });
   mcp.url = `${mcpServer.url}/mcp`;
+  const aiGateway: AiGatewayStandin = { url: '', requests: [] };
+  const hanging: http.ServerResponse[] = [];
+  const aiServer = await listen((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://stand-in');
+    aiGateway.requests.push({ method: req.method ?? '', path: url.pathname, authorization: req.headers.authorization, query: url.search });
+    req.resume();
+    if (aiGateway.answer === 'hang') return void hanging.push(res);
+    if (aiGateway.answer === 'close') return void req.socket.destroy();
+    if (req.method !== 'GET' || url.pathname !== '/v1/models') return void res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":{"message":"not found"}}');
+    const status = typeof aiGateway.answer === 'number' ? aiGateway.answer : /^Bearer pkt_\S+$/.test(req.headers.authorization ?? '') ? 200 : 401;
+    res.writeHead(status, { 'content-type': 'application/json' }).end(status === 200 ? '{"object":"list","data":[{"id":"claude-sonnet-4-5","object":"model"}]}' : `{"error":{"message":"HTTP ${status}"}}`);
+  });
+  aiGateway.url = `${aiServer.url}/v1`;
   // $state/unhealthy-version: a gateway running that OpenClaw version does not answer (a broken build);
   // $state/unhealthy-node-version: the same on that Node (what the installed node --version says).
   const unhealthy = (): boolean => {
@@ -137,6 +164,7 @@ export async function makeSandbox(options: { os?: string; arch?: 'x64' | 'arm64'
     state,
     log,
     mcp,
+    aiGateway,
     env: (extra = {}) =>
       cleanEnv({
         PATH: `${bin}:/usr/local/bin:/usr/bin:/bin`,
@@ -148,7 +176,7 @@ export async function makeSandbox(options: { os?: string; arch?: 'x64' | 'arm64'
         SERVICE_MESH_APT_URL: `${dist.url}/apt/ubuntu`,
         SERVICE_BROWSER_KEY_URL: `${dist.url}/apt/google.pub`,
         SERVICE_MCP_URL: mcp.url,
-        SERVICE_AI_GATEWAY_URL: 'http://127.0.0.1:9/v1',
+        SERVICE_AI_GATEWAY_URL: aiGateway.url,
         SERVICE_HEALTH_URL: `${health.url}/healthz`,
         SERVICE_QMD_HEALTH_URL: `${health.url}/qmd/health`,
         // The stand-in answers at once; on a loaded machine its answer may still take seconds.
@@ -190,7 +218,8 @@ export async function makeSandbox(options: { os?: string; arch?: 'x64' | 'arm64'
       }
     },
     close: async () => {
-      await Promise.all([mcpServer.server, health.server].map((s) => new Promise((r) => s.close(r))));
+      for (const res of hanging.splice(0)) res.socket?.destroy();
+      await Promise.all([mcpServer.server, health.server, aiServer.server].map((s) => new Promise((r) => s.close(r))));
     },
   };
   return sandbox;

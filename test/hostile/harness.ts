@@ -128,6 +128,8 @@ export function hostileCases(world: HostileWorld, title: string, cases: readonly
       expect(output, c.kind).not.toContain('Internal error');
       expect(exitCode, `${c.kind}:\n${output}`).toBe(c.code ?? 2);
       expect(output, c.kind).toMatch(c.mention);
+      // A refusal (exit 2) says that nothing was changed (or sent, or run): README "Exit codes".
+      if (exitCode === 2) expect(output, c.kind).toMatch(/nothing (was|is) (changed|sent|run|written|removed|put back)|nothing changed/i);
     });
   }
   afterAll(() => {

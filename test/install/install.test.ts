@@ -66,7 +66,7 @@ describe('install in a sandbox root', () => {
     expect(Object.keys(cfg.models.providers)).toEqual(['service']);
     expect(cfg.models.mode).toBe('replace');
     const ref = { source: 'file', provider: 'service', id: '/serviceApiKey' };
-    expect(cfg.models.providers.service).toMatchObject({ apiKey: ref, api: 'openai-completions', baseUrl: 'http://127.0.0.1:9/v1' });
+    expect(cfg.models.providers.service).toMatchObject({ apiKey: ref, api: 'openai-completions', baseUrl: sb.aiGateway.url });
     expect(cfg.models.providers.service.models[0]).toMatchObject({ id: 'claude-sonnet-4-5', contextWindow: 200000, maxTokens: 16000 });
     expect(cfg.agents.defaults.model.primary).toBe('service/claude-sonnet-4-5');
     expect(cfg.agents.defaults.heartbeat.every).toBe('30m');
@@ -226,7 +226,7 @@ describe('install in a sandbox root', () => {
   it('records service profile overrides so the hourly guard (run without them) keeps the deployment', async () => {
     const sb = await installed();
     const stored = JSON.parse(sb.read('var/lib/service-deploy/answers.json')!);
-    expect(stored.serviceOverrides.SERVICE_AI_GATEWAY_URL).toBe('http://127.0.0.1:9/v1');
+    expect(stored.serviceOverrides.SERVICE_AI_GATEWAY_URL).toBe(sb.aiGateway.url);
     const env = sb.env({ SERVICE_AI_GATEWAY_URL: undefined, SERVICE_MCP_URL: undefined } as unknown as Record<string, string>);
     expect(env.SERVICE_AI_GATEWAY_URL).toBeUndefined();
     const before = sb.read(CONFIG);
@@ -312,7 +312,8 @@ describe('install in a sandbox root', () => {
 describe('answers', () => {
   const bad: Array<[string, string[], Record<string, string>, RegExp]> = [
     ['empty customer name', ['--customer-name', '  '], {}, /customer name .*empty/],
-    ['name with no usable slug', ['--customer-name', '!!! ???'], {}, /customer name needs at least one letter or digit/],
+    // Any printable name is a display name; one with no slug needs the hostname given (issue 30.6).
+    ['a name with no slug and no --mesh-hostname', ['--customer-name', '!!! ???'], {}, /mesh network hostname: give --mesh-hostname or SERVICE_MESH_HOSTNAME \(the customer name "!!! \?\?\?" has no Latin letter or digit/],
     ['key without pkt_', [], { SERVICE_API_KEY: 'sk_live_123456789012' }, /service API key .*must start with pkt_/],
     ['bad hostname', ['--mesh-hostname', 'Bad_Host'], {}, /mesh network hostname .*DNS label/],
     ['empty MCP token', [], { SERVICE_MCP_TOKEN: '' }, /service MCP token .*empty/],

@@ -21,9 +21,9 @@ function finalState(sb: Sandbox) {
   const state = (f: string) => (fs.existsSync(path.join(sb.state, f)) ? fs.readFileSync(path.join(sb.state, f), 'utf8').trim() : undefined);
   const mode = (f: string) => (sb.stat(f)?.mode ?? 0) & 0o7777;
   return {
-    // Each sandbox has its own loopback MCP stand-in; the rest must match exactly.
-    config: JSON.parse((sb.read('root/.openclaw/openclaw.json') ?? 'null').replace(sb.mcp.url, 'MCP_URL')),
-    answers: sb.read('var/lib/service-deploy/answers.json')?.replace(sb.mcp.url, 'MCP_URL'),
+    // Each sandbox has its own loopback MCP and AI gateway stand-ins; the rest must match exactly.
+    config: JSON.parse((sb.read('root/.openclaw/openclaw.json') ?? 'null').replace(sb.mcp.url, 'MCP_URL').replaceAll(sb.aiGateway.url, 'AI_GATEWAY_URL')),
+    answers: sb.read('var/lib/service-deploy/answers.json')?.replace(sb.mcp.url, 'MCP_URL').replaceAll(sb.aiGateway.url, 'AI_GATEWAY_URL'),
     unit: sb.read('root/.config/systemd/user/openclaw-gateway.service'),
     dropIn: sb.read('root/.config/systemd/user/openclaw-gateway.service.d/service-env.conf'),
     plugin: ['index.js', 'protocol.js', 'nonce-store.js', 'sessions.js'].map((f) => sb.read(`root/.openclaw/extensions-local/service-channel/${f}`)),

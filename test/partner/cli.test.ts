@@ -126,7 +126,7 @@ describe('invalid input never reaches the server', () => {
     [['partner', 'add-member', '--customer-id', 'c', '--email', 'bo@example.com', '--name', 'Bo', '--role', 'Boss Man'], /role \(--role\)/],
     [['partner', 'onboard-flow', ...customerFlags, ...agentFlags, '--member', 'not-an-email:Bo'], /members\.0\.email/],
     [['partner', 'onboard', ...customerFlags, '--body', 'x.json'], /--body cannot be combined with --email/],
-    [['partner', 'onboard', ...customerFlags, '--timeout', '0'], /--timeout 0: must be a number of seconds/],
+    [['partner', 'onboard', ...customerFlags, '--timeout', '0'], /--timeout "0": must be a number above 0, at most 600 \(seconds\)/],
     [['partner'], /name a partner subcommand: onboard, map-agent, add-member or onboard-flow/],
     [['partner', 'frob'], /unexpected argument "frob" for `partner`/],
   ])('%j', async (args, reason) => {

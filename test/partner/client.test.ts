@@ -459,7 +459,7 @@ describe('API key (SPEC 5.1)', () => {
   test('an unreadable key file is a usage error naming the file', () => {
     expect(() =>
       resolveApiKey({ ...base, env: {}, apiKeyFile: '/nope', readFile: () => { throw Object.assign(new Error('x'), { code: 'ENOENT' }); } }),
-    ).toThrow(/\/nope: ENOENT/);
+    ).toThrow(/the API key file \/nope: there is no such file/);
   });
 });
 
