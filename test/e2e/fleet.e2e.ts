@@ -8,7 +8,7 @@ import { scenarioSteps } from './steps.js';
 import { cleanupTempDirs } from '../helpers/tmp.js';
 import { E2E_CACHE } from './artifacts.js';
 import type { Suite } from './container.js';
-import { EXAMPLE, Fleet, type PlayRun } from './fleet.js';
+import { EXAMPLE, Fleet, playFailure, type PlayRun } from './fleet.js';
 import { log, seconds } from './harness.js';
 import { filesWithSecrets } from './secrets.js';
 
@@ -36,7 +36,7 @@ function expectRecap(run: PlayRun, expected: Record<string, 'changed' | 'ok'>): 
   expect(Object.keys(run.recap).sort(), run.stdout.slice(-3000)).toEqual(Object.keys(expected).sort());
   for (const [host, want] of Object.entries(expected)) {
     const r = run.recap[host]!;
-    expect(r.failed, `${host} failed: ${run.stdout.slice(-3000)}`).toBe(0);
+    expect(r.failed, `${host} failed: ${playFailure(run)}\n${run.stdout.slice(-3000)}`).toBe(0);
     expect(r.unreachable).toBe(0);
     if (want === 'changed') expect(r.changed, `${host} should report changed`).toBeGreaterThan(0);
     else expect(r.changed, `${host} should report changed=0`).toBe(0);
@@ -71,7 +71,7 @@ describe.sequential(`a fleet of ${HOSTS.length} servers driven by Ansible (${SUI
 
   step('1. site.yml installs all three at once: changed on each, every server healthy with its own customer', 25 * 60_000, async () => {
     const run = await play('site.yml');
-    expect(run.exitCode, run.stdout.slice(-4000)).toBe(0);
+    expect(run.exitCode, `${playFailure(run)}\n${run.stdout.slice(-4000)}`).toBe(0);
     expectRecap(run, { 'fleet-1': 'changed', 'fleet-2': 'changed', 'fleet-3': 'changed' });
     timings.siteFreshMs = run.ms;
     for (const h of fleet.hosts) {
@@ -90,7 +90,7 @@ describe.sequential(`a fleet of ${HOSTS.length} servers driven by Ansible (${SUI
   step('2. site.yml again: changed=0 on all three', 10 * 60_000, async () => {
     const pids = await Promise.all(fleet.hosts.map((h) => h.server.container.ok('XDG_RUNTIME_DIR=/run/user/0 systemctl --user show -p MainPID --value openclaw-gateway.service')));
     const run = await play('site.yml');
-    expect(run.exitCode, run.stdout.slice(-4000)).toBe(0);
+    expect(run.exitCode, `${playFailure(run)}\n${run.stdout.slice(-4000)}`).toBe(0);
     expectRecap(run, { 'fleet-1': 'ok', 'fleet-2': 'ok', 'fleet-3': 'ok' });
     timings.siteRerunMs = run.ms;
     const after = await Promise.all(fleet.hosts.map((h) => h.server.container.ok('XDG_RUNTIME_DIR=/run/user/0 systemctl --user show -p MainPID --value openclaw-gateway.service')));
@@ -101,7 +101,7 @@ describe.sequential(`a fleet of ${HOSTS.length} servers driven by Ansible (${SUI
     const before = await modelOf('fleet-1');
     fleet.setHostVar('fleet-1', 'service_deploy_model', NEW_MODEL);
     const check = await play('site.yml', ['--check']);
-    expect(check.exitCode, check.stdout.slice(-4000)).toBe(0);
+    expect(check.exitCode, `${playFailure(check)}\n${check.stdout.slice(-4000)}`).toBe(0);
     expectRecap(check, { 'fleet-1': 'changed', 'fleet-2': 'ok', 'fleet-3': 'ok' });
     // The planned change, per host, from our --check --json.
     const fleet1 = check.stdout.slice(check.stdout.indexOf('TASK [service_deploy : Report what changed'));
@@ -110,7 +110,7 @@ describe.sequential(`a fleet of ${HOSTS.length} servers driven by Ansible (${SUI
     timings.siteCheckMs = check.ms;
 
     const run = await play('site.yml');
-    expect(run.exitCode, run.stdout.slice(-4000)).toBe(0);
+    expect(run.exitCode, `${playFailure(run)}\n${run.stdout.slice(-4000)}`).toBe(0);
     expectRecap(run, { 'fleet-1': 'changed', 'fleet-2': 'ok', 'fleet-3': 'ok' });
     expect(await modelOf('fleet-1')).toMatch(new RegExp(`/${NEW_MODEL}$`));
     expect(await modelOf('fleet-2')).toBe(before);
@@ -119,7 +119,7 @@ describe.sequential(`a fleet of ${HOSTS.length} servers driven by Ansible (${SUI
 
   step('4. doctor.yml prints one table with three healthy rows', 10 * 60_000, async () => {
     const run = await play('doctor.yml');
-    expect(run.exitCode, run.stdout.slice(-4000)).toBe(0);
+    expect(run.exitCode, `${playFailure(run)}\n${run.stdout.slice(-4000)}`).toBe(0);
     const rows = run.stdout.split('\n').map((l) => /"(fleet-\d)\s+\| (\S+)\s+\| ([^|]+)\|/.exec(l)).filter((m): m is RegExpExecArray => Boolean(m));
     expect(rows.map((m) => [m[1], m[2], m[3]!.trim()]), run.stdout.slice(-3000)).toEqual(HOSTS.map((h) => [h, 'healthy', '-']));
     expect(run.stdout).toMatch(/"host\s+\| result\s+\| failed checks\s+\| fixes"/);
@@ -134,7 +134,7 @@ describe.sequential(`a fleet of ${HOSTS.length} servers driven by Ansible (${SUI
     expect(fs.existsSync(fleet.host('fleet-3').server.container.hostPath('/root/.openclaw/openclaw.json'))).toBe(true);
 
     const run = await play('reset.yml', ['--limit', 'fleet-3', '-e', 'service_deploy_confirm_reset=yes']);
-    expect(run.exitCode, run.stdout.slice(-4000)).toBe(0);
+    expect(run.exitCode, `${playFailure(run)}\n${run.stdout.slice(-4000)}`).toBe(0);
     expectRecap(run, { 'fleet-3': 'changed' });
     timings.resetMs = run.ms;
     const dir = path.join(fleet.dir, 'backups', 'fleet-3');

@@ -37,6 +37,29 @@ export interface PlayRun {
   recap: Record<string, Record<string, number>>;
 }
 
+/**
+ * Why a play failed, in one line that fits the run's summary (CI keeps only the tail of
+ * the log): each failed host's task and, from our install's JSON in its result, the
+ * failed step with its error and hint, or the run's error. The ansible output holds that
+ * JSON escaped inside the task's result, so it is read back from the escaped text.
+ */
+export function playFailure(run: Pick<PlayRun, 'stdout' | 'stderr' | 'exitCode'>): string {
+  const out = run.stdout;
+  const parts: string[] = [];
+  const unescape = (v: string) => v.replace(/\\(["\\])/g, '$1');
+  for (const m of out.matchAll(/^(?:fatal|failed): \[([^\]]+)\]/gm)) {
+    const from = m.index ?? 0;
+    const block = out.slice(from, out.indexOf('\n\n', from) > 0 ? out.indexOf('\n\n', from) : undefined);
+    const task = out.slice(0, from).match(/TASK \[([^\]]+)\][^\n]*\n(?![\s\S]*TASK \[)/)?.[1];
+    const steps = [...block.matchAll(/\\"id\\": \\"([^"\\]+)\\",(?:\\n|[",\s])*\\"status\\": \\"failed\\"/g)].map((s) => s[1]);
+    const errors = [...block.matchAll(/\\"(?:error|message|hint)\\": \\"((?:[^"\\]|\\\\.)*)\\"/g)].map((e) => unescape(e[1]!));
+    const msg = /"msg": "((?:[^"\\]|\\.)*)"/.exec(block)?.[1];
+    parts.push(`${m[1]}: ${task ?? 'a task'} failed${steps.length ? `; failed step ${[...new Set(steps)].join(', ')}` : ''}${errors.length ? `: ${[...new Set(errors)].join(' | ')}` : msg ? `: ${msg}` : ''}`);
+  }
+  if (parts.length === 0) parts.push(`ansible-playbook exit ${run.exitCode}${run.stderr.trim() ? `: ${run.stderr.trim().split('\n').slice(-1)[0]}` : ''}`);
+  return parts.join('; ').slice(0, 380);
+}
+
 /** Replaces `from` exactly once (so the e2e never drives something else than the example). */
 function replaceOnce(text: string, from: string, to: string, file: string): string {
   const parts = text.split(from);

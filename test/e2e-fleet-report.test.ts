@@ -1,0 +1,39 @@
+// The fleet e2e's one-line reason for a failed play (the run's summary; CI keeps only the
+// tail of a long log): it must name the host, the task and our install's failed step
+// with its error, in the two shapes ansible prints a result.
+import { describe, expect, it } from 'vitest';
+import { playFailure } from './e2e/fleet.js';
+
+const installJson = JSON.stringify({
+  schemaVersion: 1,
+  ok: false,
+  steps: [
+    { id: 'preflight', status: 'ok', durationMs: 1 },
+    { id: 'health', status: 'failed', durationMs: 120_000, error: 'the gateway did not answer /healthz within 120 s', hint: 'read `service-deploy gateway logs`' },
+    { id: 'channel', status: 'skipped', durationMs: 0, reason: 'the channel endpoint is configured only by the catalog deploy' },
+  ],
+}, null, 2);
+const TASK = 'TASK [service_deploy : Run service-deploy install --json (with --check in check mode)] ***';
+
+describe('playFailure', () => {
+  it('one-line result: names the host, the task and the failed step with its error', () => {
+    const result = { changed: true, rc: 1, stdout: installJson, stdout_lines: installJson.split('\n') };
+    const out = `${TASK}\nok: [fleet-2]\nfatal: [fleet-1]: FAILED! => ${JSON.stringify(result)}\n\nPLAY RECAP ***\n`;
+    const why = playFailure({ stdout: out, stderr: '', exitCode: 2 });
+    expect(why).toMatch(/^fleet-1: service_deploy : Run service-deploy install --json .* failed; failed step health: the gateway did not answer \/healthz within 120 s/);
+    expect(why).not.toContain('fleet-2');
+    expect(why.length).toBeLessThanOrEqual(380);
+  });
+
+  it('indented result (stdout_lines one per line), and a failure without our JSON', () => {
+    const lines = installJson.split('\n').map((l) => `        ${JSON.stringify(l)}`).join(',\n');
+    const out = `${TASK}\nfatal: [fleet-3]: FAILED! => {\n    "changed": true,\n    "stdout_lines": [\n${lines}\n    ]\n}\n\nTASK [x] ***\nfatal: [fleet-1]: FAILED! => {"changed": false, "msg": "Failed to connect to the host via ssh"}\n\nPLAY RECAP`;
+    const why = playFailure({ stdout: out, stderr: '', exitCode: 4 });
+    expect(why).toMatch(/^fleet-3: .*failed step health: the gateway did not answer/);
+    expect(why).toMatch(/fleet-1: x failed: Failed to connect to the host via ssh/);
+  });
+
+  it('no failed host: the exit code and the last line of stderr', () => {
+    expect(playFailure({ stdout: 'PLAY RECAP', stderr: 'ERROR! the playbook: site.yml could not be found\n', exitCode: 1 })).toBe('ansible-playbook exit 1: ERROR! the playbook: site.yml could not be found');
+  });
+});
