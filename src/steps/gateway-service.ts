@@ -138,9 +138,16 @@ export const gatewayServiceStep: Step = {
   },
 };
 
-/** After enable-linger, root's user manager needs a moment to come up. */
+/**
+ * After enable-linger, root's user manager needs a moment to come up: a few seconds on an
+ * idle server, more on a loaded one. A time limit, not a count of tries, so a slow start
+ * is waited for (each try's own time counts).
+ */
+export const USER_MANAGER_WAIT_MS = 90_000;
+
 async function waitForUserManager(host: InstallContext['host']): Promise<void> {
-  for (let i = 0; i < 50; i++) {
+  const deadline = Date.now() + USER_MANAGER_WAIT_MS;
+  for (;;) {
     const result = await host.exec.run('systemctl', ['--user', 'is-system-running'], {
       env: { XDG_RUNTIME_DIR: '/run/user/0', DBUS_SESSION_BUS_ADDRESS: 'unix:path=/run/user/0/bus' },
       allowFailure: true,
@@ -148,7 +155,8 @@ async function waitForUserManager(host: InstallContext['host']): Promise<void> {
     });
     // running / degraded / starting all mean the manager answers.
     if (result.stdout.trim() && !/Failed to connect/i.test(result.stderr)) return;
+    if (Date.now() >= deadline) break;
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
-  throw new DeployError("root's systemd user manager did not start", 'check `loginctl show-user root` (Linger=yes) and that libpam-systemd is installed');
+  throw new DeployError(`root's systemd user manager did not answer within ${USER_MANAGER_WAIT_MS / 1000} s`, 'check `loginctl show-user root` (Linger=yes) and that libpam-systemd is installed');
 }
