@@ -33,6 +33,11 @@ describe('playFailure', () => {
     expect(why).toMatch(/fleet-1: x failed: Failed to connect to the host via ssh/);
   });
 
+  it('a command that did not start: its stderr', () => {
+    const out = `${TASK}\nfatal: [fleet-1]: FAILED! => {"changed": false, "msg": "non-zero return code", "rc": 127, "stderr": "/usr/local/bin/service-deploy: error while loading shared libraries: libatomic.so.1: cannot open shared object file", "stdout": ""}\n`;
+    expect(playFailure({ stdout: out, stderr: '', exitCode: 2 })).toMatch(/fleet-1: .* failed: \/usr\/local\/bin\/service-deploy: error while loading shared libraries: libatomic\.so\.1/);
+  });
+
   it('no failed host: the exit code and the last line of stderr', () => {
     expect(playFailure({ stdout: 'PLAY RECAP', stderr: 'ERROR! the playbook: site.yml could not be found\n', exitCode: 1 })).toBe('ansible-playbook exit 1: ERROR! the playbook: site.yml could not be found');
   });

@@ -53,7 +53,8 @@ export function playFailure(run: Pick<PlayRun, 'stdout' | 'stderr' | 'exitCode'>
     const task = out.slice(0, from).match(/TASK \[([^\]]+)\][^\n]*\n(?![\s\S]*TASK \[)/)?.[1];
     const steps = [...block.matchAll(/\\"id\\": \\"([^"\\]+)\\",(?:\\n|[",\s])*\\"status\\": \\"failed\\"/g)].map((s) => s[1]);
     const errors = [...block.matchAll(/\\"(?:error|message|hint)\\": \\"((?:[^"\\]|\\\\.)*)\\"/g)].map((e) => unescape(e[1]!));
-    const msg = /"msg": "((?:[^"\\]|\\.)*)"/.exec(block)?.[1];
+    const stderr = /"stderr": "((?:[^"\\]|\\.)+)"/.exec(block)?.[1];
+    const msg = stderr ?? /"msg": "((?:[^"\\]|\\.)*)"/.exec(block)?.[1];
     parts.push(`${m[1]}: ${task ?? 'a task'} failed${steps.length ? `; failed step ${[...new Set(steps)].join(', ')}` : ''}${errors.length ? `: ${[...new Set(errors)].join(' | ')}` : msg ? `: ${msg}` : ''}`);
   }
   if (parts.length === 0) parts.push(`ansible-playbook exit ${run.exitCode}${run.stderr.trim() ? `: ${run.stderr.trim().split('\n').slice(-1)[0]}` : ''}`);
