@@ -14,7 +14,7 @@ await esbuild.build({
   bundle: true,
   platform: 'node',
   format: 'esm',
-  target: 'node24',
+  target: 'node26',
   packages: 'external',
   logLevel: 'warning',
 });

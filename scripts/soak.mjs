@@ -40,7 +40,7 @@ try {
     bundle: true,
     platform: 'node',
     format: 'esm',
-    target: 'node24',
+    target: 'node26',
     packages: 'external',
     logLevel: 'warning',
   });

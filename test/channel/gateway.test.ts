@@ -14,7 +14,7 @@ import { tempDir } from '../helpers/tmp.js';
 
 /**
  * The service-channel plugin, as the install step writes it, inside the real pinned
- * OpenClaw gateway (Node 24), with a loopback stand-in for the service's AI gateway.
+ * OpenClaw gateway (on the pinned Node), with a loopback stand-in for the service's AI gateway.
  * Slow (each gateway start takes 10-20 s): one gateway, restarted twice.
  */
 const token = newSecret();

@@ -85,7 +85,7 @@ printf '/sys/fs/cgroup is %s' "$(stat -fc %T /sys/fs/cgroup)"`);
 // there is no runtime here) and shows the gateway the file system it should; the nginx
 // drop-in starts, reloads and serves Debian's nginx 1.18. Both rated by this systemd.
 describe.sequential(`the sandboxes on ${world.release}'s systemd`, () => {
-  step('2. the gateway unit starts its sandbox on systemd 247 (folders hidden or bound as on 252/257); the nginx drop-in starts, reloads and serves nginx 1.18; both rated', 10 * 60_000, async () => {
+  step('3. the gateway unit starts its sandbox on systemd 247 (folders hidden or bound as on 252/257); the nginx drop-in starts, reloads and serves nginx 1.18; both rated', 10 * 60_000, async () => {
     const c = world.container;
     const USER = 'XDG_RUNTIME_DIR=/run/user/0';
     report.systemd = (await c.ok('systemctl --version | head -1')).trim();

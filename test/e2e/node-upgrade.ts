@@ -52,14 +52,14 @@ export async function serverOnPreviousNode(world: World, chat: Chat): Promise<Re
   const name = `node-v${PREVIOUS_NODE_VERSION}-linux-${ARCH}`;
   await world.container.ok(
     `set -e; set -a; . /root/e2e/sources.env; set +a
-${USER_ENV} systemctl --user stop ${GATEWAY_UNIT}
+${USER_ENV} systemctl --user stop ${GATEWAY_UNIT} qmd-mcp.service
 work="$(mktemp -d)"; cd "$work"
 curl -fsS --cacert "$SERVICE_DOWNLOAD_CA_FILE" -o ${name}.tar.gz "$SERVICE_NODE_DIST_URL/v${PREVIOUS_NODE_VERSION}/${name}.tar.gz"
 curl -fsS --cacert "$SERVICE_DOWNLOAD_CA_FILE" "$SERVICE_NODE_DIST_URL/v${PREVIOUS_NODE_VERSION}/SHASUMS256.txt" | grep " ${name}.tar.gz$" | sha256sum -c - >/dev/null
 mkdir node; tar -xzf ${name}.tar.gz -C node --strip-components=1 --no-same-owner
 PATH="$work/node/bin:$PATH" npm install --global --prefix "$work/node" --no-audit --no-fund --allow-scripts=openclaw openclaw@${OPENCLAW_VERSION} >/dev/null
 rm -rf ${PREFIX}; mv node ${PREFIX}; cd /; rm -rf "$work"
-${USER_ENV} systemctl --user start ${GATEWAY_UNIT}`,
+${USER_ENV} systemctl --user start qmd-mcp.service ${GATEWAY_UNIT}`,
     { timeoutMs: 10 * 60_000 },
   );
   await healthz(world);

@@ -45,10 +45,15 @@ describe('the QMD MCP service unit', () => {
     expect(d.get('Service.MemoryMax')).toEqual([QMD_MEMORY.max]);
     expect(d.get('Unit.Before')).toEqual([LAYOUT.gatewayUnit]);
     expect(d.get('Install.WantedBy')).toEqual(['default.target']);
-    // Writes only its index folder; the agent's state, the deployment's secrets and the managers are out of reach.
-    expect(d.get('Service.ReadWritePaths')).toEqual([`-${LAYOUT.qmdCacheDir}`]);
+    // Home folders empty but its index (read-write) and collection config (read-only); the
+    // deployment's secrets, nginx, backups, the mesh, logs and the managers are out of reach.
+    expect(d.get('Service.ProtectHome')).toEqual(['tmpfs']);
+    expect(d.get('Service.BindPaths')).toEqual([`-${LAYOUT.qmdCacheDir}`]);
+    expect(d.get('Service.BindReadOnlyPaths')).toEqual([`-${LAYOUT.qmdConfigDir}`]);
+    expect(d.get('Service.ReadWritePaths')).toBeUndefined();
     const hidden = (d.get('Service.InaccessiblePaths') ?? []).flatMap((l) => l.split(/\s+/));
-    for (const p of [`-${LAYOUT.runtimeDir}`, `-${LAYOUT.stateDir}`, `-${LAYOUT.tlsDir}`, `-${LAYOUT.runDir}`, '-%t/bus', '-%t/systemd', '-/run/dbus', '-/run/systemd/private']) expect(hidden).toContain(p);
+    for (const p of [`-${LAYOUT.stateDir}`, '-/etc/service-deploy', '-/etc/nginx', '-/var/backups', '-/var/lib/tailscale', '-/var/log', `-${LAYOUT.runDir}`, '-/etc/shadow', '-/etc/ssh', '-/etc/ssl/private', '-%t/bus', '-%t/systemd', '-/run/dbus', '-/run/systemd/private']) expect(hidden).toContain(p);
+    expect(d.get('Service.ExecStartPre')).toEqual([`+/bin/mkdir -p -m 0700 ${LAYOUT.runDir}`]);
     expect(d.get('Service.CapabilityBoundingSet')).toEqual(['']);
     expect(d.get('Service.UMask')).toEqual(['0077']);
   });
