@@ -5,7 +5,7 @@ import { userManagerEnv } from '../host/services.js';
 import { LAYOUT } from '../layout.js';
 import { printLine } from '../output.js';
 import { emitJson, errorBody, gatewayLogsOutput, gatewayRestartOutput, gatewayStatusOutput } from '../json/index.js';
-import { healthUrl, probeHealth } from '../steps/health.js';
+import { HEALTH_VERDICT_TIMEOUT_MS, healthUrl, probeHealth } from '../steps/health.js';
 import { openclaw } from '../runtime/openclaw.js';
 
 export interface OpsOptions {
@@ -32,7 +32,7 @@ async function status(host: Host, options: OpsOptions): Promise<void> {
   const [active, pid, health, runtime] = await Promise.all([
     host.services.isActive('user', UNIT),
     host.services.mainPid('user', UNIT),
-    probeHealth(host),
+    probeHealth(host, HEALTH_VERDICT_TIMEOUT_MS),
     openclaw(host, ['gateway', 'status'], { allowFailure: true, timeoutMs: 30_000, env: userManagerEnv() }),
   ]);
   const runtimeText = host.redactor.redact(`${runtime.stdout}${runtime.stderr}`.trim());

@@ -4,7 +4,7 @@ import { LAYOUT } from '../layout.js';
 import { printError, printLine } from '../output.js';
 import { emitJson, statusOutput, type ErrorBody } from '../json/index.js';
 import { readStoredAnswers } from '../answers/index.js';
-import { probeHealth } from '../steps/health.js';
+import { HEALTH_VERDICT_TIMEOUT_MS, probeHealth } from '../steps/health.js';
 import { GLOBAL_MODULES, PLUGIN_PREFIX, installedPackageVersion } from '../runtime/openclaw.js';
 import { meshStatus } from '../steps/mesh-client.js';
 import { rollbackPoint } from '../steps/node-upgrade.js';
@@ -32,7 +32,7 @@ export async function collectStatus(host: Host): Promise<StatusReport> {
     installedPackageVersion(host, `${LAYOUT.qmdPrefix}/node_modules`, components.qmd.package),
     installedPackageVersion(host, `${PLUGIN_PREFIX}/node_modules`, components.losslessClaw.package),
     host.services.isActive('user', LAYOUT.gatewayUnit).catch(() => false),
-    probeHealth(host),
+    probeHealth(host, HEALTH_VERDICT_TIMEOUT_MS),
     meshStatus(host).catch(() => ({ installed: false, running: false, serving: false, keyExpired: false, tags: [] })),
     host.files.exists(LAYOUT.channelEnv),
   ]);

@@ -9,6 +9,13 @@ export function healthUrl(host: Host): string {
   return host.env.SERVICE_HEALTH_URL || `http://127.0.0.1:${GATEWAY_PORT}/healthz`;
 }
 
+/**
+ * How long a one-shot verdict (status, gateway status, doctor) waits for /healthz: a
+ * busy gateway (starting its sidecars, a loaded small server) can take seconds to answer,
+ * and one slow answer must not read as "down". Polling loops use the short default.
+ */
+export const HEALTH_VERDICT_TIMEOUT_MS = 10_000;
+
 export async function probeHealth(host: Host, timeoutMs = 3000): Promise<{ ok: boolean; detail: string }> {
   try {
     const res = await host.net.request(healthUrl(host), { timeoutMs });
