@@ -14,6 +14,11 @@ if [ -z "${TEST_DEPS_PACKAGES:-}" ]; then
   # Python libraries are installed, the package itself only unpacked (below).
   packages+=(python3-yaml python3-jsonschema python3-jinja2 python3-configobj python3-jsonpatch python3-requests python3-netifaces python3-oauthlib)
 fi
+if [ -z "${TEST_DEPS_PACKAGES:-}" ] && dpkg-query -W -f='${Status}' libc6:arm64 2>/dev/null | grep -q 'install ok installed'; then
+  # With Debian's multiarch arm64 C library (.ci/run) the arm64 binary runs from the real
+  # paths (test/arm64.test.ts), so its libatomic must be the multiarch one too.
+  packages+=(libatomic1:arm64)
+fi
 read -r -a locks <<<"${TEST_DEPS_LOCKS:-/var/lib/dpkg/lock-frontend /var/lib/dpkg/lock /var/lib/apt/lists/lock /var/cache/apt/archives/lock}"
 unpack_cloud_init() {
   [ -z "${TEST_DEPS_PACKAGES:-}" ] || return 0
