@@ -46,10 +46,20 @@ export async function inspectSandbox(world: World, pid: number, browserPid?: num
   // Real root (all capabilities) entering only the gateway's mount namespace: a
   // read-only mount refuses the write whatever the credentials.
   const writes: Record<string, string> = {};
-  for (const dir of ['/etc', '/usr', '/usr/local/bin', '/root', '/root/.openclaw']) {
+  for (const dir of ['/etc', '/usr', '/usr/local/bin', '/root/.openclaw']) {
     const r = await c.sh(`nsenter -t ${pid} -m sh -c 'touch ${dir}/.e2e-sandbox-probe && rm -f ${dir}/.e2e-sandbox-probe && echo writable' 2>&1`, { timeoutMs: 30_000 });
     writes[dir] = (r.stdout.trim().split('\n').pop() ?? '').replace(/^touch: /, '');
   }
+  // /root is ProtectHome=tmpfs's empty tmpfs, documented read-only but mounted writable by
+  // systemd up to 257 (systemd issue 34825): what counts is that nothing written there
+  // reaches the real /root. So: its file system type inside, and whether a file made
+  // there shows outside the namespace.
+  const home = await c.sh(
+    `fs=$(nsenter -t ${pid} -m stat -f -c %T /root); made=$(nsenter -t ${pid} -m sh -c 'touch /root/.e2e-sandbox-probe 2>&1 && echo writable' | tail -n 1 | sed 's/^touch: //'); ` +
+      `if test -e /root/.e2e-sandbox-probe; then outside=visible-outside; rm -f /root/.e2e-sandbox-probe; else outside=not-outside; fi; nsenter -t ${pid} -m rm -f /root/.e2e-sandbox-probe; echo "$fs; $made; $outside"`,
+    { timeoutMs: 30_000 },
+  );
+  writes['/root'] = home.stdout.trim().split('\n').pop() ?? '';
   // The service managers' sockets, as the gateway's mount namespace shows them: the
   // inaccessible node (mode 0) or nothing, never the real socket.
   const managers: Record<string, string> = {};
@@ -197,7 +207,9 @@ export async function confinementStep(world: World, chat: (message: string) => P
   expect(sandbox.status.NoNewPrivs).toBe('1');
   expect(sandbox.status.Seccomp).toBe('2');
   expect(sandbox.status.CapEff).toMatch(/^0+$/);
-  for (const dir of ['/etc', '/usr', '/usr/local/bin', '/root']) expect(sandbox.writes[dir], dir).toMatch(/Read-only file system/);
+  for (const dir of ['/etc', '/usr', '/usr/local/bin']) expect(sandbox.writes[dir], dir).toMatch(/Read-only file system/);
+  // An empty tmpfs of the unit's own: read-only, or (systemd <= 257) writable but nothing reaches the real /root.
+  expect(sandbox.writes['/root'], '/root').toMatch(/^tmpfs; (.*Read-only file system|writable); not-outside$/);
   expect(sandbox.writes['/root/.openclaw']).toBe('writable');
   expect(sandbox.answersVisible).toBe(false);
   // Issue 27 item 2: the gateway reads a secret only where it must.
