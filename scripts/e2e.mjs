@@ -17,7 +17,7 @@ import path from 'node:path';
 import readline from 'node:readline';
 import { CONTAINER_TOOLS, cache, cleanLeftovers as cleanMachine, containersUnavailable, releaseMissing, releaseRunLock, repo, takeRunLock } from './e2e-machine.mjs';
 
-const BUDGET_MS = Number(process.env.E2E_BUDGET_MS ?? 50 * 60_000);
+const BUDGET_MS = Number(process.env.E2E_BUDGET_MS ?? 55 * 60_000);
 const ALL_SUITES = ['bullseye', 'bookworm', 'trixie'];
 const ALL_SCENARIOS = ['server', 'cloud-init', 'fleet'];
 const FLEET_TOOLS = { 'ansible-playbook': 'ansible-core', 'ansible-vault': 'ansible-core', 'ansible-lint': 'ansible-lint', ssh: 'openssh-client', 'ssh-keygen': 'openssh-client' };
