@@ -4,20 +4,10 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import * as esbuild from 'esbuild';
+import { bundleScript } from './bundle-script.mjs';
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const out = path.join(repo, 'build/demo.mjs');
-await esbuild.build({
-  entryPoints: [path.join(repo, 'scripts/demo.ts')],
-  outfile: out,
-  bundle: true,
-  platform: 'node',
-  format: 'esm',
-  target: 'node26',
-  packages: 'external',
-  logLevel: 'warning',
-});
+const out = await bundleScript(repo, 'scripts/demo.ts', 'demo.mjs');
 // A signal goes on to the demo, which stops its stand-ins and removes its sandbox; this
 // process then exits with its code.
 const demo = spawn(process.execPath, [out, ...process.argv.slice(2)], { stdio: 'inherit', cwd: repo });

@@ -9,6 +9,7 @@
 // E2E_KEEP=1 (leave the server up afterwards), E2E_LOCK_WAIT=0.
 import { execFileSync, spawn } from 'node:child_process';
 import path from 'node:path';
+import { bundleScript } from './bundle-script.mjs';
 import { CONTAINER_TOOLS, cleanLeftovers, containersUnavailable, releaseMissing, releaseRunLock, repo, takeRunLock } from './e2e-machine.mjs';
 
 const say = (line) => process.stdout.write(`[soak] ${line}\n`);
@@ -32,18 +33,7 @@ try {
     say('dist/ has no complete release: npm run build');
     execFileSync('npm', ['run', 'build'], { cwd: repo, stdio: 'inherit', env });
   }
-  const esbuild = await import('esbuild');
-  const bundle = path.join(repo, 'build', 'soak-bench.mjs');
-  await esbuild.build({
-    entryPoints: [path.join(repo, 'test', 'e2e', 'soak-bench.ts')],
-    outfile: bundle,
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    target: 'node26',
-    packages: 'external',
-    logLevel: 'warning',
-  });
+  const bundle = await bundleScript(repo, 'test/e2e/soak-bench.ts', 'soak-bench.mjs');
   code = await new Promise((resolve) => {
     const child = spawn(process.execPath, [bundle], { cwd: repo, env, stdio: 'inherit' });
     const forward = (sig) => child.kill(sig);
