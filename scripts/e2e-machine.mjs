@@ -21,7 +21,9 @@ const legacyRunningFile = path.join(cache, 'running.json');
 // /run is emptied at boot, like the namespaces themselves. test/e2e/netns.ts agrees.
 const machineDir = process.env.E2E_MACHINE_DIR ?? '/run/service-deploy-e2e';
 const slotsDir = path.join(machineDir, 'net');
-const lockDir = path.join(machineDir, 'run.lock');
+// E2E_LOCK_DIR: another run lock for a run that may go beside the usual one (a bench on
+// a machine with room for two); the network slots stay machine-wide either way.
+const lockDir = process.env.E2E_LOCK_DIR ? path.resolve(process.env.E2E_LOCK_DIR) : path.join(machineDir, 'run.lock');
 
 export const CONTAINER_TOOLS = { debootstrap: 'debootstrap', 'systemd-nspawn': 'systemd-container', gpg: 'gnupg', 'dpkg-deb': 'dpkg', nsenter: 'util-linux', ss: 'iproute2', ip: 'iproute2', openssl: 'openssl' };
 

@@ -100,6 +100,11 @@ ${USER} systemctl --user daemon-reload && ${USER} systemctl --user start ${GATEW
     expect(parse.stdout.trim(), 'systemd 247 refused lines of the unit').toBe('');
     const pid = (await c.ok(`${USER} systemctl --user show -p MainPID --value ${GATEWAY_UNIT}`)).trim();
     expect(Number(pid)).toBeGreaterThan(0);
+    // A simple unit's MainPID is known at fork, before systemd's child has set up the
+    // sandbox and exec'd the command: entered too early, its mount namespace is still the
+    // manager's (CI saw answers.json there). Wait for the exec (budget, not a fixed sleep).
+    const exe = await c.sh(`for i in $(seq 1 300); do case "$(readlink /proc/${pid}/exe)" in */sleep) echo exec; exit 0;; esac; sleep 0.1; done; readlink /proc/${pid}/exe`, { timeoutMs: 60_000 });
+    expect(exe.stdout.trim(), 'the unit\'s main process exec\'d its command within 30 s').toBe('exec');
     const seen = await c.ok(`nsenter -t ${pid} -m sh -c 'ls -A /var/lib/service-deploy; echo --; ls -A /root; echo --; cat /var/lib/service-deploy/answers.json /root/answers.env /etc/shadow 2>&1; ls /etc/service-deploy 2>&1; true'`);
     const [state, home, hidden] = seen.split('--\n');
     expect(state!.trim().split('\n')).toEqual(['runtime-secrets']);
