@@ -176,7 +176,7 @@ export async function runQuickstart(world: World): Promise<QuickstartRun> {
       const output = `${r.stdout}${r.stderr}`;
       const leaked = Object.entries(world.secrets).filter(([, v]) => output.includes(v)).map(([k]) => k);
       expect(leaked, `secrets in the output of quickstart block ${i + 1}`).toEqual([]);
-      expect(r.exitCode, `docs/quickstart.md block ${i + 1} (${shown}) exit ${r.exitCode}\n${world.masked(output).slice(-4000)}`).toBe(0);
+      expect(r.exitCode, `docs/quickstart.md block ${i + 1} (${shown}) exit ${r.exitCode}: ${world.masked(failureLine(output))}\n${world.masked(output).slice(-4000)}`).toBe(0);
       if (script.includes('install.sh')) {
         run.installMs = r.ms;
         expect(r.stderr).toContain('answers file /root/answers.env (--answers): SERVICE_CUSTOMER_NAME SERVICE_API_KEY SERVICE_MESH_AUTH_KEY SERVICE_MCP_TOKEN');
@@ -211,4 +211,15 @@ export async function runQuickstart(world: World): Promise<QuickstartRun> {
   log(`quickstart: ${run.blocks.length} blocks, install ${seconds(run.installMs)}, all ${seconds(run.wallMs)}`);
   log(run.walkthrough.line);
   return run;
+}
+
+/**
+ * The line of a command's output that says why it failed, for the first line of an
+ * assertion (CI's summary keeps only that): the last line naming a failure or an error
+ * that is not the recap, else the last line.
+ */
+export function failureLine(output: string): string {
+  const lines = output.split('\n').map((line) => line.replace(/\x1b\[[0-9;]*m/g, '').trim()).filter(Boolean);
+  const telling = lines.filter((line) => /✖|error|fail|refus|cannot|does not|timed out/i.test(line) && !/^recap:/.test(line));
+  return (telling.at(-1) ?? lines.at(-1) ?? '(no output)').slice(0, 300);
 }
