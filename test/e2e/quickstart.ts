@@ -29,6 +29,7 @@ import { REPO } from '../helpers/binary.js';
 import { ensureOpenClaw } from '../helpers/openclaw.js';
 import { CUSTOMER, log, seconds, type World, type WorldOptions } from './harness.js';
 import { devicePaired, meshDeviceAsksToPair, type MeshDevice } from './pairing.js';
+import { budget } from '../helpers/budget.js';
 
 /** The server scenario's World needs sudo in its root (a cached image: debootstrap base + sudo). */
 export const QUICKSTART_WORLD: WorldOptions = { extraPackages: ['sudo'] };
@@ -170,7 +171,7 @@ export async function runQuickstart(world: World): Promise<QuickstartRun> {
       expect(unmapped, `docs/quickstart.md block ${i + 1} has a placeholder the e2e does not map: add it to placeholders() or FROM_OUTPUT`).toBeNull();
       const file = `/home/${USER}/quickstart-${i + 1}.sh`;
       fs.writeFileSync(c.hostPath(file), script, { mode: 0o644 });
-      const r = await c.sh(`set -a; . /root/e2e/sources.env; set +a; cd /home/${USER} && runuser -u ${USER} -- env HOME=/home/${USER} SUDO_EDITOR=${EDITOR} bash -e -o pipefail ${file}`, { timeoutMs: 15 * 60_000 });
+      const r = await c.sh(`set -a; . /root/e2e/sources.env; set +a; cd /home/${USER} && runuser -u ${USER} -- env HOME=/home/${USER} SUDO_EDITOR=${EDITOR} bash -e -o pipefail ${file}`, { timeoutMs: budget(15 * 60_000) });
       run.blocks.push({ section: doc.sections[i]!, command: shown, exitCode: r.exitCode, ms: r.ms });
       outputs.push({ script, stdout: r.stdout });
       const output = `${r.stdout}${r.stderr}`;
