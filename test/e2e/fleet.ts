@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { execa } from 'execa';
+import { budget } from '../helpers/budget.js';
 import { REPO } from '../helpers/binary.js';
 import { Stage, bootServer, envFile, log, shutdownServer, type BootedServer } from './harness.js';
 import type { Suite } from './container.js';
@@ -239,7 +240,7 @@ export class Fleet {
   }
 
   /** ansible-playbook PLAYBOOK ARGS in the control node's copy. */
-  async play(playbook: string, args: string[] = [], timeoutMs = 20 * 60_000): Promise<PlayRun> {
+  async play(playbook: string, args: string[] = [], timeoutMs = budget(20 * 60_000)): Promise<PlayRun> {
     const t = Date.now();
     const r = await execa('ansible-playbook', [playbook, ...args], { cwd: this.dir, env: this.env(), extendEnv: false, reject: false, timeout: timeoutMs, all: false });
     const run = { exitCode: r.exitCode ?? -1, stdout: String(r.stdout ?? ''), stderr: String(r.stderr ?? '') + (r.timedOut ? `\n[timed out after ${timeoutMs} ms]` : ''), ms: Date.now() - t, recap: parseRecap(String(r.stdout ?? '')) };
