@@ -74,6 +74,17 @@ describe('a missing argument is named', () => {
     expect(run.stderr).toContain('nothing was changed');
   });
 
+  it.each([
+    [['partner', 'onboard-flow', '--member'], '--member', 'partner onboard-flow'],
+    [['install', '--channel', '--channel-host'], '--channel-host', 'install'],
+  ])('a repeatable flag without its value: %j is a usage error, not an internal one', async (args, flag, command) => {
+    const run = await runBinary(args, { env: emptyRoot() });
+    expect(run.exitCode).toBe(2);
+    expect(run.stderr).toContain(`Error: ${flag} needs a value`);
+    expect(run.stderr).toContain(`see \`service-deploy ${command} --help\` for its options; nothing was changed`);
+    expect(run.stderr).not.toMatch(/Internal error|YError/);
+  });
+
   it('restore --help names both places a backup is', async () => {
     const help = (await runBinary(['restore', '--help'])).stdout;
     expect(help).toContain('/tmp/openclaw-backup-*.tar.gz');
