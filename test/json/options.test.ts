@@ -28,7 +28,7 @@ const EXPECTED: Record<string, string[]> = {
   'devices list': [],
   status: [],
   profile: [],
-  chat: ['message', 'session', 'url', 'pin', 'ca', 'insecure', 'token-file', 'knock-file', 'timeout'],
+  chat: ['message', 'session', 'url', 'pin', 'ca', 'insecure', 'token-file', 'knock-file', 'handoff', 'timeout'],
   'partner onboard': [...CONNECTION, ...CUSTOMER],
   'partner map-agent': [...CONNECTION, ...AGENT, 'customer-id'],
   'partner add-member': [...CONNECTION, 'customer-id', 'email', 'name', 'role'],
