@@ -106,6 +106,9 @@ describe('numbers are quoted as typed, shown as [number]', () => {
     });
     expect(run.exitCode).toBe(2);
     expect(run.stderr).toContain('--timeout "0": must be a number above 0, at most 3600 (seconds)');
+    // What a chat's user wants to know: the message did not go out.
+    expect(run.stderr).toContain('-> e.g. --timeout 300; nothing was sent');
+    expect(run.stderr).not.toContain('nothing was changed');
   });
 
   it.each([

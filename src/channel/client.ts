@@ -333,7 +333,19 @@ export function interpretResponse(response: RawResponse): ChannelResponse {
   );
 }
 
+/** Sends one chat; a refusal says that nothing was sent (what a chat's user asks), not "changed". */
 export async function runChat(options: ChatOptions, context: ChatContext): Promise<void> {
+  try {
+    await chatOnce(options, context);
+  } catch (error) {
+    if (error instanceof UsageError && error.hint?.endsWith('nothing was changed')) {
+      throw new UsageError(error.message, error.hint.replace(/nothing was changed$/, 'nothing was sent'), { cause: error.cause });
+    }
+    throw error;
+  }
+}
+
+async function chatOnce(options: ChatOptions, context: ChatContext): Promise<void> {
   let message = options.message;
   if (message === '-') message = (await context.readStdin()).replace(/\n$/, '');
   if (message === undefined || message.trim() === '') throw new UsageError('no message', 'pass --message TEXT (or --message - to read it from stdin)');

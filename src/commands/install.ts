@@ -69,6 +69,7 @@ export function installOptions<T>(y: Argv<T>) {
     .example('SERVICE_API_KEY=... SERVICE_MESH_AUTH_KEY=... SERVICE_MCP_TOKEN=... $0 install --customer-name "Acme" --non-interactive', 'Scripted install')
     .example('curl -fsSL https://<setup_url>/install.sh | sudo bash -s -- --answers /root/answers.env', 'The one-liner: answers in a 0600 file survive sudo')
     .example('$0 install --model new-model-id --non-interactive', 'Re-run: change only the model; everything else is kept')
+    .example('$0 install --channel --channel-host agent.acme-dental.example', "The channel behind NAT or on the customer's domain: the name the portal uses goes into the certificate")
     .example('$0 install --check --diff', 'Review what a run would change')
     .example('$0 install --reset-clean', 'Back up, then remove the deployment');
 }
