@@ -228,6 +228,13 @@ interface TlsPlan {
   sans: string[];
 }
 
+/**
+ * The names this run's certificate was made (or kept) for, for verify: the server's
+ * addresses can change while the install runs (an interface coming up), and the
+ * certificate is right for the names it was planned with. The next run adds the new ones.
+ */
+const plannedSans = new WeakMap<Host, string[]>();
+
 export const channelTlsStep: Step = {
   id: 'channel-tls',
   title: `Channel TLS certificate (self-signed RSA ${TLS_KEY_BITS}, 10 years)`,
@@ -249,6 +256,7 @@ export const channelTlsStep: Step = {
   async apply(ctx, plan) {
     const { host } = ctx;
     const data = plan.data as TlsPlan & { regenerate: boolean };
+    plannedSans.set(host, data.sans);
     await ensureDirRecorded(host, LAYOUT.tlsDir, 0o755);
     if (!data.regenerate) {
       await host.files.chmod(LAYOUT.tlsKey, 0o600);
@@ -277,7 +285,7 @@ export const channelTlsStep: Step = {
   async verify(ctx) {
     const { host } = ctx;
     const [cert, key] = await Promise.all([host.files.read(LAYOUT.tlsCert), host.files.read(LAYOUT.tlsKey)]);
-    const problem = certProblem(cert, key, await wantedSans(ctx), host.now());
+    const problem = certProblem(cert, key, plannedSans.get(host) ?? (await wantedSans(ctx)), host.now());
     if (problem) throw new DeployError(`the channel certificate is not right after making it: ${problem}`);
   },
 };

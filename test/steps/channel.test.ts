@@ -1,7 +1,8 @@
 import { X509Certificate } from 'node:crypto';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { parseEnvFile } from '../../src/channel/env-file.js';
 import { SECRET_PATTERN } from '../../src/channel/protocol.js';
 import { isSelfSigned } from '../../src/channel/tls.js';
@@ -182,6 +183,28 @@ exec ${NGINX} -t -p ${prefix} -c ${prefix}/nginx.conf -e ${prefix}/error.log
     // A first certificate is no pin change: nobody holds its pin yet.
     const fresh = await channelTlsStep.check(sandboxContext({ answers: { channelHosts: given } }));
     expect(fresh.changes.map((c) => c.summary)).toEqual(['new certificate: no certificate']);
+  });
+
+  it('TLS: an address that appears while the install runs does not fail the certificate just made; the next run adds it', async () => {
+    const root = tempDir('sd-root-');
+    fs.cpSync(ctxFor().host.paths.real(LAYOUT.tlsDir), path.join(root, LAYOUT.tlsDir), { recursive: true });
+    const ctx = sandboxContext({ root, binDir: bin, answers: { channelHosts: ['203.0.113.8'] } });
+    const plan = await channelTlsStep.check(ctx);
+    expect(plan.changes.map((c) => c.summary)).toEqual([`new certificate: the certificate lacks IP:203.0.113.8; ${PIN_CHANGE_NOTE}`]);
+    await channelTlsStep.apply(ctx, plan);
+    // An interface comes up between the plan and the check of its result (a VPN, a second NIC).
+    const real = os.networkInterfaces;
+    const spy = vi.spyOn(os, 'networkInterfaces').mockImplementation(() => ({
+      ...real(),
+      wg0: [{ address: '198.51.100.99', netmask: '255.255.255.0', family: 'IPv4', mac: '00:00:00:00:00:00', internal: false, cidr: '198.51.100.99/24' }],
+    }));
+    try {
+      await channelTlsStep.verify!(ctx);
+      const next = await channelTlsStep.check(sandboxContext({ root, binDir: bin, answers: { channelHosts: ['203.0.113.8'] } }));
+      expect(next.changes.map((c) => c.summary)).toEqual([`new certificate: the certificate lacks IP:198.51.100.99; ${PIN_CHANGE_NOTE}`]);
+    } finally {
+      spy.mockRestore();
+    }
   });
 
   it('nginx: the site goes in with a successful nginx -t, root-only, then nginx is started/reloaded', async () => {
