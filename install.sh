@@ -210,7 +210,7 @@ download_and_verify() {
   info "installed ${INSTALL_PATH}"
 }
 
-ANSWER_NAMES="SERVICE_CUSTOMER_NAME SERVICE_API_KEY SERVICE_MODEL SERVICE_MESH_AUTH_KEY SERVICE_MESH_HOSTNAME SERVICE_MCP_TOKEN"
+ANSWER_NAMES="SERVICE_CUSTOMER_NAME SERVICE_API_KEY SERVICE_MODEL SERVICE_MESH_AUTH_KEY SERVICE_MESH_HOSTNAME SERVICE_MCP_TOKEN SERVICE_CHANNEL_HOSTS"
 
 # Prints the answer names an answers file sets (env lines or JSON keys), never a value.
 answers_in_file() {
@@ -224,7 +224,7 @@ answers_in_file() {
   done <"$file"
   # No NAME=value lines: a JSON file; its keys.
   [ -z "$names" ] || { printf '%s' "${names# }"; return 0; }
-  for key in customerName apiKey modelId meshAuthKey meshHostname mcpToken; do
+  for key in customerName apiKey modelId meshAuthKey meshHostname mcpToken channelHosts; do
     if grep -Eq "[\"']?${key}[\"']?[[:space:]]*:" "$file"; then names="$names $key"; fi
   done
   printf '%s' "${names# }"

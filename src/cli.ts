@@ -57,9 +57,10 @@ export function buildCli(args: string[]) {
     .middleware(() => checkEnvironment(process.env))
     .exitProcess(false)
     .fail((message, error) => {
-      // yargs calls this for parse errors (message) and for handler errors (error).
-      if (error) throw error;
-      throw usageError(message ?? 'invalid usage', args);
+      // yargs calls this for parse errors (message) and for handler errors (error); its
+      // own YError is a parse error too (a flag that takes a value given none).
+      if (error && error.name !== 'YError') throw error;
+      throw usageError(message ?? error?.message ?? 'invalid usage', args);
     });
   for (const command of commands) cli = cli.command(command);
   const shell = cli;
@@ -164,6 +165,8 @@ function usageError(message: string, args: readonly string[]): ArgumentError {
   if (/^Not enough non-option arguments/.test(message) && POSITIONALS[command]) {
     return new ArgumentError(`\`service-deploy ${command}\` needs ${POSITIONALS[command]}`, `see \`service-deploy ${command} --help\`; nothing was changed`);
   }
+  const valueless = /^Not enough arguments following: (.+)$/.exec(message);
+  if (valueless) return new ArgumentError(`--${valueless[1]} needs a value`, hint);
   const unknown = /^Unknown arguments?: (.+)$/s.exec(message);
   if (!unknown) return new ArgumentError(message, hint);
   // The default command takes no words: a first word it does not know is a mistyped command.

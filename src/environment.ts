@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { UsageError } from './errors.js';
-import { MAX_MODEL_ID_LENGTH, MODEL_ID, SLUG, fileErrorText, integerProblem, serviceUrlProblem, shown, textProblem, tokenProblem } from './input.js';
+import { MAX_MODEL_ID_LENGTH, MODEL_ID, SLUG, fileErrorText, integerProblem, parseChannelHosts, serviceUrlProblem, shown, textProblem, tokenProblem } from './input.js';
 
 /**
  * Every SERVICE_* environment variable the program reads, with its rule. Checked once
@@ -99,6 +99,19 @@ export const VARIABLES: Record<string, Variable> = {
   SERVICE_CHANNEL_TOKEN_FILE: readableFile,
   SERVICE_CHANNEL_KNOCK_FILE: readableFile,
   SERVICE_TS_HOSTNAME: text(253),
+  /** The channel's public names (like --channel-host): NAME|ADDRESS[,NAME|ADDRESS], or none. */
+  SERVICE_CHANNEL_HOSTS: {
+    check: (v) => {
+      const problem = textProblem(v, 4096);
+      if (problem) return problem;
+      try {
+        parseChannelHosts(v);
+        return undefined;
+      } catch (error) {
+        return `must be DNS names or IP addresses separated by commas, or none: ${(error as Error).message}`;
+      }
+    },
+  },
   SERVICE_NODE_DIST_URL: url,
   SERVICE_MESH_APT_URL: url,
   SERVICE_BROWSER_KEY_URL: url,

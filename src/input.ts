@@ -1,3 +1,5 @@
+import net from 'node:net';
+
 /**
  * Rules for text that comes from outside (answers, environment variables, files a user
  * names, archives): the checks every such value passes before the program uses it.
@@ -146,4 +148,65 @@ export function placeholderEndpointHint(url: string, variable?: string): string 
   }
   if (host !== 'example' && !host.endsWith('.example')) return undefined;
   return `${host} is a placeholder (this binary was built from the repository without the service's real endpoints): use the binary from your setup URL, or set ${variable ?? 'the SERVICE_*_URL variables'} (\`service-deploy profile\` shows the endpoints in use)`;
+}
+
+/**
+ * The channel's public names (`install --channel-host NAME|ADDRESS`, SERVICE_CHANNEL_HOSTS,
+ * `channelHosts` in an answers file): the names the portal reaches the server by, which
+ * the server cannot see itself (a public address behind 1:1 NAT, the custom domain of
+ * SPEC 1.1). Each one is a DNS name or an IP address; `none` clears the list.
+ */
+export const CHANNEL_HOSTS_NONE = 'none';
+export const MAX_CHANNEL_HOSTS = 16;
+const DNS_NAME_LABEL = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
+
+/** One name or address in its canonical form (DNS lowercase, IPv6 compressed), or the problem in words. */
+export function channelHost(entry: string): { host: string } | { problem: string } {
+  const value = entry.trim();
+  const bad = (why: string) => ({ problem: `${shown(value)} ${why}` });
+  if (value === '') return { problem: 'an empty name' };
+  const text = textProblem(value, 253);
+  if (text) return bad(text);
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(value)) return bad('is a URL: give only its host name (the channel is always https on port 18790)');
+  const bare = /^\[(.*)\]$/.exec(value)?.[1] ?? value;
+  if (net.isIPv4(bare)) return { host: bare };
+  if (net.isIPv6(bare)) {
+    if (bare.includes('%')) return bad('has a zone index (%...): a certificate cannot name it');
+    return { host: new URL(`http://[${bare}]`).hostname.slice(1, -1) };
+  }
+  if (/^[^:]+:\d+$/.test(value) || /^\[.*\]:\d+$/.test(value)) return bad('has a port: give the name only (the channel is always on port 18790)');
+  if (/[^\x00-\x7f]/.test(value)) return bad('is not ASCII: give an internationalised domain name in its xn-- form');
+  if (value.includes('*')) return bad('is a wildcard: give the exact name the portal uses');
+  const name = value.toLowerCase().replace(/\.$/, '');
+  const labels = name.split('.');
+  if (!labels.every((l) => DNS_NAME_LABEL.test(l))) {
+    return bad('is neither an IP address nor a DNS name (letters, digits and -, in labels of 1-63 characters separated by dots, none starting or ending with -)');
+  }
+  // An all-numeric last label is an address, not a name ("10.1.2" is read as one by resolvers).
+  if (/^\d+$/.test(labels.at(-1)!)) return bad('is neither a valid IP address nor a DNS name (a DNS name does not end in a number)');
+  return { host: name };
+}
+
+/**
+ * A list of names and addresses (comma-separated, or given one by one), canonical,
+ * without repeats, in the order given; [] for `none`. Throws an Error naming every bad
+ * entry.
+ */
+export function parseChannelHosts(given: string | readonly string[]): string[] {
+  const entries = (typeof given === 'string' ? [given] : [...given]).flatMap((g) => g.split(','));
+  if (entries.length === 1 && entries[0]!.trim().toLowerCase() === CHANNEL_HOSTS_NONE) return [];
+  const out: string[] = [];
+  const problems: string[] = [];
+  for (const entry of entries) {
+    if (entry.trim().toLowerCase() === CHANNEL_HOSTS_NONE) {
+      problems.push(`"${CHANNEL_HOSTS_NONE}" clears the list and goes alone`);
+      continue;
+    }
+    const result = channelHost(entry);
+    if ('problem' in result) problems.push(result.problem);
+    else if (!out.includes(result.host)) out.push(result.host);
+  }
+  if (problems.length > 0) throw new Error(problems.join('; '));
+  if (out.length > MAX_CHANNEL_HOSTS) throw new Error(`${out.length} names: at most ${MAX_CHANNEL_HOSTS}`);
+  return out;
 }

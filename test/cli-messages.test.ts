@@ -74,6 +74,17 @@ describe('a missing argument is named', () => {
     expect(run.stderr).toContain('nothing was changed');
   });
 
+  it.each([
+    [['partner', 'onboard-flow', '--member'], '--member', 'partner onboard-flow'],
+    [['install', '--channel', '--channel-host'], '--channel-host', 'install'],
+  ])('a repeatable flag without its value: %j is a usage error, not an internal one', async (args, flag, command) => {
+    const run = await runBinary(args, { env: emptyRoot() });
+    expect(run.exitCode).toBe(2);
+    expect(run.stderr).toContain(`Error: ${flag} needs a value`);
+    expect(run.stderr).toContain(`see \`service-deploy ${command} --help\` for its options; nothing was changed`);
+    expect(run.stderr).not.toMatch(/Internal error|YError/);
+  });
+
   it('restore --help names both places a backup is', async () => {
     const help = (await runBinary(['restore', '--help'])).stdout;
     expect(help).toContain('/tmp/openclaw-backup-*.tar.gz');
@@ -95,6 +106,9 @@ describe('numbers are quoted as typed, shown as [number]', () => {
     });
     expect(run.exitCode).toBe(2);
     expect(run.stderr).toContain('--timeout "0": must be a number above 0, at most 3600 (seconds)');
+    // What a chat's user wants to know: the message did not go out.
+    expect(run.stderr).toContain('-> e.g. --timeout 300; nothing was sent');
+    expect(run.stderr).not.toContain('nothing was changed');
   });
 
   it.each([

@@ -10,7 +10,9 @@ import { ANSWER_FIELDS, type AnswerField } from './schema.js';
  *   `export `, values bare or quoted the way a shell quotes them ('...', "...").
  *
  * It is data, never sourced: `$` and backquotes are refused outside single quotes
- * instead of being expanded, and only the six answers' names are accepted.
+ * instead of being expanded, and only the six answers' names are accepted, and the
+ * channel's public names (`channelHosts`, a list or comma-separated;
+ * `SERVICE_CHANNEL_HOSTS`), which the portal's deploy knows and the server cannot see.
  */
 export const ANSWER_ENV_NAMES: Record<AnswerField, string> = {
   customerName: 'SERVICE_CUSTOMER_NAME',
@@ -21,18 +23,24 @@ export const ANSWER_ENV_NAMES: Record<AnswerField, string> = {
   mcpToken: 'SERVICE_MCP_TOKEN',
 };
 
-const FIELD_OF_ENV = new Map(Object.entries(ANSWER_ENV_NAMES).map(([field, name]) => [name, field as AnswerField]));
+/** What a file may hold: the six answers and the channel's public names (raw, comma-separated; checked by the resolver). */
+export type FileField = AnswerField | 'channelHosts';
+export type FileAnswers = Partial<Record<FileField, string>>;
+const FILE_FIELDS: readonly FileField[] = [...ANSWER_FIELDS, 'channelHosts'];
+const FILE_ENV_NAMES: Record<FileField, string> = { ...ANSWER_ENV_NAMES, channelHosts: 'SERVICE_CHANNEL_HOSTS' };
+
+const FIELD_OF_ENV = new Map(Object.entries(FILE_ENV_NAMES).map(([field, name]) => [name, field as FileField]));
 
 /** Leading comments (JSON5's // and /* *\/) then `{` (or `[`, refused as not an object): the JSON form. */
 const LOOKS_LIKE_JSON = /^\s*(?:(?:\/\/[^\n]*\n|\/\*[\s\S]*?\*\/)\s*)*[{[]/;
 
 /** Parses an answers file; `where` names it in every message (`--answers /root/answers.env`). */
-export async function parseAnswersFile(text: string, where: string): Promise<Partial<Record<AnswerField, string>>> {
+export async function parseAnswersFile(text: string, where: string): Promise<FileAnswers> {
   return LOOKS_LIKE_JSON.test(text) ? parseJsonForm(text, where) : parseEnvForm(text, where);
 }
 
 /** JSON5 (comments, unquoted keys) is loaded only for a file in the JSON form. */
-async function parseJsonForm(text: string, where: string): Promise<Partial<Record<AnswerField, string>>> {
+async function parseJsonForm(text: string, where: string): Promise<FileAnswers> {
   let parsed: unknown;
   try {
     parsed = (await import('json5')).default.parse(text);
@@ -42,19 +50,24 @@ async function parseJsonForm(text: string, where: string): Promise<Partial<Recor
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
     throw new UsageError(`${where}: expected a JSON object with ${ANSWER_FIELDS.join(', ')}`);
   }
-  const out: Partial<Record<AnswerField, string>> = {};
+  const out: FileAnswers = {};
   for (const [key, value] of Object.entries(parsed)) {
-    if (!(ANSWER_FIELDS as readonly string[]).includes(key)) {
-      throw new UsageError(`${where}: unknown field "${key}"`, `known fields: ${ANSWER_FIELDS.join(', ')}`);
+    if (!(FILE_FIELDS as readonly string[]).includes(key)) {
+      throw new UsageError(`${where}: unknown field "${key}"`, `known fields: ${FILE_FIELDS.join(', ')}`);
     }
-    if (typeof value !== 'string') throw new UsageError(`${where}: ${key} must be a string`);
-    out[key as AnswerField] = value;
+    if (key === 'channelHosts' && Array.isArray(value)) {
+      if (!value.every((v) => typeof v === 'string')) throw new UsageError(`${where}: channelHosts must be a list of strings (names or addresses)`);
+      out.channelHosts = value.join(',');
+      continue;
+    }
+    if (typeof value !== 'string') throw new UsageError(`${where}: ${key} must be a string${key === 'channelHosts' ? ' or a list of strings' : ''}`);
+    out[key as FileField] = value;
   }
   return out;
 }
 
-function parseEnvForm(text: string, where: string): Partial<Record<AnswerField, string>> {
-  const out: Partial<Record<AnswerField, string>> = {};
+function parseEnvForm(text: string, where: string): FileAnswers {
+  const out: FileAnswers = {};
   const lines = text.split(/\r?\n/);
   lines.forEach((raw, index) => {
     const at = `${where} line ${index + 1}`;
@@ -62,12 +75,12 @@ function parseEnvForm(text: string, where: string): Partial<Record<AnswerField, 
     if (line === '' || line.startsWith('#')) return;
     const m = /^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=/.exec(line);
     if (!m) {
-      throw new UsageError(`${at}: expected NAME=value (or a JSON object)`, `names: ${Object.values(ANSWER_ENV_NAMES).join(', ')}`);
+      throw new UsageError(`${at}: expected NAME=value (or a JSON object)`, `names: ${Object.values(FILE_ENV_NAMES).join(', ')}`);
     }
     const name = m[1]!;
     const field = FIELD_OF_ENV.get(name);
     if (!field) {
-      throw new UsageError(`${at}: ${name} is not an answer`, `an answers file holds only ${Object.values(ANSWER_ENV_NAMES).join(', ')}`);
+      throw new UsageError(`${at}: ${name} is not an answer`, `an answers file holds only ${Object.values(FILE_ENV_NAMES).join(', ')}`);
     }
     if (out[field] !== undefined) throw new UsageError(`${at}: ${name} is given twice`);
     // A secret's value is never repeated in a message: problems name the line and the rule.

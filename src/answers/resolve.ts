@@ -4,7 +4,7 @@ import path from 'node:path';
 import { loadComponents, type Components } from '../components.js';
 import type { Host } from '../host/index.js';
 import { loadProfile, type ServiceProfile } from '../profile.js';
-import { answersFileProblem, parseAnswersFile } from './file.js';
+import { answersFileProblem, parseAnswersFile, type FileField } from './file.js';
 import { readStoredAnswers } from './stored.js';
 import {
   ANSWER_FIELDS,
@@ -18,7 +18,7 @@ import {
   type StoredAnswers,
 } from './schema.js';
 import { UsageError } from '../errors.js';
-import { fileErrorText } from '../input.js';
+import { fileErrorText, parseChannelHosts } from '../input.js';
 
 export interface AnswerFlags {
   customerName?: string;
@@ -28,6 +28,8 @@ export interface AnswerFlags {
   meshAuthKeyFile?: string;
   mcpTokenFile?: string;
   answers?: string;
+  /** --channel-host, as given (each may hold a comma-separated list; `none` clears). */
+  channelHost?: string[];
 }
 
 /** Asks one question; injected so tests need no terminal. */
@@ -88,6 +90,7 @@ export async function resolveAnswers(inputs: AnswerInputs): Promise<Answers> {
     else if (checked.ok) values[field] = checked.value;
     else problems.push(`${ANSWER_SOURCES[field].label} (from ${candidate.source}): ${checked.message}`);
   }
+  const channelHosts = resolveChannelHosts(given.channelHosts, inputs.current, problems);
   if (problems.length > 0) throw new UsageError(`invalid answers:\n  - ${problems.join('\n  - ')}`, 'fix the values above and run again; nothing was changed');
 
   const current = inputs.current;
@@ -134,6 +137,7 @@ export async function resolveAnswers(inputs: AnswerInputs): Promise<Answers> {
     meshAuthKey: values.meshAuthKey,
     meshHostname: values.meshHostname!,
     mcpToken: values.mcpToken!,
+    ...(channelHosts.length > 0 ? { channelHosts } : {}),
   };
 
   async function ask(prompter: Prompter, field: AnswerField, fallback: string | undefined): Promise<string | undefined> {
@@ -182,6 +186,20 @@ const SECRET_ORIGINS: Partial<Record<AnswerField, string>> = {
   mcpToken: 'Partner Portal > Settings > MCP Tokens (one per customer)',
 };
 
+/**
+ * The channel's public names: the given list (flag > environment > answers file; `none`
+ * clears it), else the stored one, else none. A bad name joins the other problems.
+ */
+function resolveChannelHosts(given: Given | undefined, current: StoredAnswers | undefined, problems: string[]): string[] {
+  if (!given) return current?.channelHosts ?? [];
+  try {
+    return parseChannelHosts(given.value);
+  } catch (error) {
+    problems.push(`channel host (from ${given.source}): ${(error as Error).message}`);
+    return [];
+  }
+}
+
 /** Why a customer name gives no default mesh hostname, and what to do. */
 function noSlugNote(customerName: string): string {
   return `the customer name ${JSON.stringify(customerName)} has no Latin letter or digit to make the default openclaw-<customer-slug> from: choose one, e.g. openclaw-tokyo-dental`;
@@ -199,10 +217,10 @@ interface Given {
   source: string;
 }
 
-async function collectGiven(inputs: AnswerInputs): Promise<Partial<Record<AnswerField, Given>>> {
+async function collectGiven(inputs: AnswerInputs): Promise<Partial<Record<FileField, Given>>> {
   const { flags, env } = inputs;
-  const given: Partial<Record<AnswerField, Given>> = {};
-  const set = (field: AnswerField, value: string | undefined, source: string) => {
+  const given: Partial<Record<FileField, Given>> = {};
+  const set = (field: FileField, value: string | undefined, source: string) => {
     if (value !== undefined) given[field] = { value, source };
   };
 
@@ -213,7 +231,7 @@ async function collectGiven(inputs: AnswerInputs): Promise<Partial<Record<Answer
     const flag = flags.answers ? '--answers' : 'SERVICE_ANSWERS_FILE';
     const source = flags.answers ? '--answers file' : 'SERVICE_ANSWERS_FILE';
     const text = await readOrFail(inputs, file, flag, { private: true });
-    for (const [field, value] of Object.entries(await parseAnswersFile(text, `${flag} ${file}`))) set(field as AnswerField, value, source);
+    for (const [field, value] of Object.entries(await parseAnswersFile(text, `${flag} ${file}`))) set(field as FileField, value, source);
   }
 
   set('customerName', env.SERVICE_CUSTOMER_NAME || undefined, 'SERVICE_CUSTOMER_NAME');
@@ -222,10 +240,12 @@ async function collectGiven(inputs: AnswerInputs): Promise<Partial<Record<Answer
   set('apiKey', env.SERVICE_API_KEY ?? undefined, 'SERVICE_API_KEY');
   set('meshAuthKey', env.SERVICE_MESH_AUTH_KEY ?? undefined, 'SERVICE_MESH_AUTH_KEY');
   set('mcpToken', env.SERVICE_MCP_TOKEN ?? undefined, 'SERVICE_MCP_TOKEN');
+  set('channelHosts', env.SERVICE_CHANNEL_HOSTS || undefined, 'SERVICE_CHANNEL_HOSTS');
 
   set('customerName', flags.customerName, '--customer-name');
   set('modelId', flags.model, '--model');
   set('meshHostname', flags.meshHostname, '--mesh-hostname');
+  if (flags.channelHost?.length) set('channelHosts', flags.channelHost.join(','), '--channel-host');
   if (flags.apiKeyFile) set('apiKey', firstLine(await readOrFail(inputs, flags.apiKeyFile, '--api-key-file')), '--api-key-file');
   if (flags.meshAuthKeyFile) set('meshAuthKey', firstLine(await readOrFail(inputs, flags.meshAuthKeyFile, '--mesh-auth-key-file')), '--mesh-auth-key-file');
   if (flags.mcpTokenFile) set('mcpToken', firstLine(await readOrFail(inputs, flags.mcpTokenFile, '--mcp-token-file')), '--mcp-token-file');

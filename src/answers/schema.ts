@@ -1,7 +1,7 @@
 import * as z from '../zod.js';
 import { environmentProblems } from '../environment.js';
 import { UsageError } from '../errors.js';
-import { MAX_MODEL_ID_LENGTH, MODEL_ID, textProblem } from '../input.js';
+import { MAX_MODEL_ID_LENGTH, MODEL_ID, parseChannelHosts, textProblem } from '../input.js';
 import { PROFILE_ENV } from '../profile.js';
 
 /** The six answers of the install (spec 1.2), in prompt order. */
@@ -98,6 +98,11 @@ export interface Answers {
   meshAuthKey?: string;
   meshHostname: string;
   mcpToken: string;
+  /**
+   * The channel's public names (--channel-host): in its certificate and first in
+   * `channel show`. Not one of the six prompts: given or kept, never asked.
+   */
+  channelHosts?: string[];
 }
 
 /** openclaw-<customer-slug>, or undefined when the name has no slug (then the hostname must be given). */
@@ -147,6 +152,8 @@ export const StoredAnswersSchema = z.strictObject({
   modelId: z.string(),
   meshHostname: z.string(),
   mcpToken: z.string(),
+  /** The channel's public names (--channel-host), canonical; absent: none. */
+  channelHosts: z.optional(z.array(z.string())),
   /** Service profile overrides (SERVICE_* URLs) in effect at install; see loadProfile. */
   serviceOverrides: z.optional(z.record(z.string(), z.string())),
 });
@@ -182,6 +189,13 @@ export function parseStoredAnswers(text: string, where: string): StoredAnswers {
     const checked = validateAnswer(field, stored[field]);
     if (!checked.ok) refuse(field, checked.message);
     else stored[field] = checked.value;
+  }
+  if (stored.channelHosts !== undefined) {
+    try {
+      stored.channelHosts = parseChannelHosts(stored.channelHosts);
+    } catch (error) {
+      refuse('channelHosts', (error as Error).message);
+    }
   }
   for (const [name, value] of Object.entries(stored.serviceOverrides ?? {})) {
     if (!(name in PROFILE_ENV)) refuse(`serviceOverrides.${name}`, `not a service profile variable (known: ${Object.keys(PROFILE_ENV).join(', ')})`);

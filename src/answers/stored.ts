@@ -28,6 +28,7 @@ export function storedAnswersContent(answers: Answers, env: NodeJS.ProcessEnv, c
   const { customerName, apiKey, modelId, meshHostname, mcpToken } = answers;
   const serviceOverrides = { ...current?.serviceOverrides, ...profileOverrides(env) };
   const stored: StoredAnswers = { customerName, apiKey, modelId, meshHostname, mcpToken };
+  if (answers.channelHosts?.length) stored.channelHosts = answers.channelHosts;
   if (Object.keys(serviceOverrides).length > 0) stored.serviceOverrides = serviceOverrides;
   return `${JSON.stringify(stored, null, 2)}\n`;
 }

@@ -9,7 +9,7 @@ import { Redactor } from '../host/redact.js';
 import { CHANNEL_PORT, LAYOUT } from '../layout.js';
 import { parseEnvFile } from './env-file.js';
 import { chatOutput, emitJson } from '../json/index.js';
-import { CHANNEL_PATH, HEADER, MAX_BODY_BYTES, SESSION_ID_PATTERN, signRequest, type ChannelResponse } from './protocol.js';
+import { CHANNEL_PATH, HEADER, MAX_BODY_BYTES, SECRET_PATTERN, SESSION_ID_PATTERN, signRequest, type ChannelResponse } from './protocol.js';
 
 /**
  * `service-deploy chat`: one signed message to a deployed agent's channel endpoint
@@ -41,6 +41,8 @@ export interface ChatOptions {
   pin?: string;
   tokenFile?: string;
   knockFile?: string;
+  /** `channel show --json [--show-secrets]` saved to a file: URL, pin, and token and knock when it has them. */
+  handoff?: string;
   /** Seconds. */
   /** Seconds, as typed (text) or a number. */
   timeout?: string | number;
@@ -55,6 +57,8 @@ export interface ChatContext {
   env: NodeJS.ProcessEnv;
   /** Reads a file; undefined when it does not exist. */
   readFile(path: string): string | undefined;
+  /** A file's permission bits and size; undefined when it does not exist. */
+  statFile?(path: string): { mode: number; size: number } | undefined;
   readStdin(): Promise<string>;
   stdout(line: string): void;
   stderr(line: string): void;
@@ -96,14 +100,16 @@ export function resolveChat(options: ChatOptions, context: ChatContext): Resolve
     if (text === undefined) throw new UsageError(`cannot read the ${what} file ${file}`, `check the path given by ${flag ? `--${what}-file` : envName}`);
     return text.trim();
   };
-  const token = fromFile(options.tokenFile, ENV.tokenFile, 'token') ?? nonEmpty(context.env[ENV.token]) ?? nonEmpty(serverEnv[ENV.token]);
-  const knock = fromFile(options.knockFile, ENV.knockFile, 'knock') ?? nonEmpty(context.env[ENV.knock]) ?? nonEmpty(serverEnv[ENV.knock]);
+  const handoff = options.handoff === undefined ? undefined : readHandoff(options.handoff, context);
+  const token = fromFile(options.tokenFile, ENV.tokenFile, 'token') ?? nonEmpty(context.env[ENV.token]) ?? handoff?.token ?? nonEmpty(serverEnv[ENV.token]);
+  const knock = fromFile(options.knockFile, ENV.knockFile, 'knock') ?? nonEmpty(context.env[ENV.knock]) ?? handoff?.knock ?? nonEmpty(serverEnv[ENV.knock]);
   const missing = [!token && ENV.token, !knock && ENV.knock].filter(Boolean);
   if (missing.length > 0) {
+    if (handoff) throw new UsageError(`--handoff ${options.handoff} has no token and knock`, 'save it with `service-deploy channel show --json --show-secrets` (or set SERVICE_CHANNEL_TOKEN and SERVICE_CHANNEL_KNOCK)');
     throw new UsageError(`no ${missing.join(' and ')}`, `set ${missing.join(' and ')} (or --token-file/--knock-file); on the server itself they are read from ${LAYOUT.channelEnv}`);
   }
 
-  const explicitUrl = options.url ?? nonEmpty(context.env[ENV.url]);
+  const explicitUrl = options.url ?? nonEmpty(context.env[ENV.url]) ?? handoff?.url;
   const onServer = explicitUrl === undefined && serverEnvText !== undefined;
   if (explicitUrl === undefined && !onServer) {
     throw new UsageError('no channel URL', `pass --url https://<server>:${CHANNEL_PORT} or set ${ENV.url}`);
@@ -114,6 +120,7 @@ export function resolveChat(options: ChatOptions, context: ChatContext): Resolve
   const chosen = [options.pin && '--pin', options.ca && '--ca', options.insecure && '--insecure'].filter(Boolean);
   if (chosen.length > 1) throw new UsageError(`${chosen.join(' and ')} exclude each other`, 'choose one way to trust the certificate (--pin is best)');
   if (options.pin) trust = { kind: 'pin', sha256: normalizeFingerprint(options.pin) };
+  else if (handoff && !options.ca && !options.insecure) trust = { kind: 'pin', sha256: handoff.pin };
   else if (options.ca) {
     const pem = context.readFile(options.ca);
     if (pem === undefined) throw new UsageError(`cannot read --ca ${options.ca}`, 'give the PEM file of the channel certificate');
@@ -125,7 +132,53 @@ export function resolveChat(options: ChatOptions, context: ChatContext): Resolve
     trust = pem === undefined ? { kind: 'insecure' } : { kind: 'ca', pem };
   } else trust = { kind: 'system' };
 
-  return { url, token: token!, knock: knock!, trust, source: onServer ? LAYOUT.channelEnv : 'environment' };
+  const source = onServer ? LAYOUT.channelEnv : handoff && token === handoff.token && knock === handoff.knock ? `--handoff ${options.handoff}` : 'environment';
+  return { url, token: token!, knock: knock!, trust, source };
+}
+
+/** The handoff file holds secrets: at most this big, readable by its owner only. */
+const MAX_HANDOFF_BYTES = 65_536;
+
+/**
+ * A saved `channel show --json` (the portal's handoff), read as untrusted input: bounded,
+ * not readable by other users when it holds secrets, every field checked before use.
+ */
+function readHandoff(file: string, context: ChatContext): { url: string; pin: string; token?: string; knock?: string } {
+  const refuse = (why: string, hint = 'save it again on the server: `sudo service-deploy channel show --json --show-secrets > handoff.json` (mode 0600)'): never => {
+    throw new UsageError(`--handoff ${file}: ${why}`, hint);
+  };
+  const info = context.statFile?.(file);
+  const text = context.readFile(file);
+  if (text === undefined) refuse('cannot read it', 'give the path of the file `service-deploy channel show --json --show-secrets` wrote');
+  if ((info?.size ?? text!.length) > MAX_HANDOFF_BYTES) refuse(`is larger than ${MAX_HANDOFF_BYTES / 1024} KiB: not a handoff`);
+  let data: Record<string, unknown>;
+  try {
+    data = JSON.parse(text!) as Record<string, unknown>;
+  } catch {
+    return refuse('is not JSON');
+  }
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) refuse('is not a JSON object');
+  const certificate = data.certificate as Record<string, unknown> | undefined;
+  if (typeof data.url !== 'string') refuse('has no url');
+  if (typeof certificate?.pin !== 'string') refuse('has no certificate.pin');
+  let pin: string;
+  try {
+    pin = normalizeFingerprint(certificate!.pin as string);
+  } catch {
+    return refuse('certificate.pin is not a SHA-256 fingerprint');
+  }
+  const secret = (name: 'token' | 'knock'): string | undefined => {
+    const value = data[name];
+    if (value === undefined) return undefined;
+    if (typeof value !== 'string' || !SECRET_PATTERN.test(value)) refuse(`${name} is not a usable secret`);
+    return value as string;
+  };
+  const token = secret('token');
+  const knock = secret('knock');
+  if ((token !== undefined || knock !== undefined) && info && (info.mode & 0o077) !== 0) {
+    refuse(`holds the token and knock but its mode is 0${(info.mode & 0o777).toString(8)}: other users can read them`, `chmod 600 ${file}, then run again`);
+  }
+  return { url: data.url as string, pin, ...(token ? { token } : {}), ...(knock ? { knock } : {}) };
 }
 
 function nonEmpty(value: string | undefined): string | undefined {
@@ -280,7 +333,19 @@ export function interpretResponse(response: RawResponse): ChannelResponse {
   );
 }
 
+/** Sends one chat; a refusal says that nothing was sent (what a chat's user asks), not "changed". */
 export async function runChat(options: ChatOptions, context: ChatContext): Promise<void> {
+  try {
+    await chatOnce(options, context);
+  } catch (error) {
+    if (error instanceof UsageError && error.hint?.endsWith('nothing was changed')) {
+      throw new UsageError(error.message, error.hint.replace(/nothing was changed$/, 'nothing was sent'), { cause: error.cause });
+    }
+    throw error;
+  }
+}
+
+async function chatOnce(options: ChatOptions, context: ChatContext): Promise<void> {
   let message = options.message;
   if (message === '-') message = (await context.readStdin()).replace(/\n$/, '');
   if (message === undefined || message.trim() === '') throw new UsageError('no message', 'pass --message TEXT (or --message - to read it from stdin)');
@@ -329,6 +394,14 @@ export async function processChatContext(): Promise<ChatContext> {
         const code = (error as NodeJS.ErrnoException).code;
         if (code === 'ENOENT' || code === 'EACCES' || code === 'ENOTDIR') return undefined;
         throw error;
+      }
+    },
+    statFile: (path) => {
+      try {
+        const st = fs.statSync(path);
+        return { mode: st.mode & 0o7777, size: st.size };
+      } catch {
+        return undefined;
       }
     },
     readStdin: async () => {

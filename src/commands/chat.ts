@@ -9,7 +9,9 @@ import { numberOption, withGlobals } from './shared.js';
 const EPILOG = `Token and knock come from SERVICE_CHANNEL_TOKEN and SERVICE_CHANNEL_KNOCK (or
 --token-file/--knock-file), never from flags; on the server itself, URL, token and
 knock default to /root/.openclaw/channel.env. The URL comes from --url or
-SERVICE_CHANNEL_URL. Trust the self-signed certificate with --pin (best), --ca or --insecure.`;
+SERVICE_CHANNEL_URL. Trust the self-signed certificate with --pin (best), --ca or --insecure.
+From another machine: --handoff FILE, the output of \`channel show --json --show-secrets\`
+saved there (0600), gives URL, pin, token and knock at once.`;
 
 export const chatCommand: CommandModule<object, ChatOptions> = {
   command: 'chat',
@@ -24,6 +26,7 @@ export const chatCommand: CommandModule<object, ChatOptions> = {
       .option('insecure', { type: 'boolean', describe: 'Do not verify the certificate (prefer --pin)' })
       .option('token-file', { type: 'string', describe: 'File holding the bearer token (default: $SERVICE_CHANNEL_TOKEN)' })
       .option('knock-file', { type: 'string', describe: 'File holding the knock secret (default: $SERVICE_CHANNEL_KNOCK)' })
+      .option('handoff', { type: 'string', describe: 'The portal handoff saved from `channel show --json --show-secrets` (0600): URL, pin, token and knock, to test the channel from another machine' })
       .option('timeout', numberOption('Seconds to wait for the reply, above 0 (default 300)'))
       // Declared only so that they are refused with a reason instead of "unknown argument".
       .option('token', { type: 'string', hidden: true })

@@ -21,7 +21,7 @@ function withConnection<T>(yargs: Argv<T>) {
   return withGlobals(yargs)
     .option('body', { type: 'string', nargs: 1, describe: 'Read the request body as JSON from this file (- for stdin) instead of flags' })
     .option('api-key-file', { type: 'string', describe: 'File holding the partner API key (default: $SERVICE_PARTNER_API_KEY)' })
-    .option('timeout', numberOption('Seconds to wait for each answer, above 0 and at most 600 (default 30)'))
+    .option('timeout', numberOption('Seconds to wait for each answer, at most 600 (default 30)'))
     // Declared only so that it is refused with a reason instead of "unknown argument".
     .option('api-key', { type: 'string', hidden: true })
     .epilog(EPILOG);

@@ -13,7 +13,8 @@ import { preflightStep } from '../steps/preflight.js';
 import { sweepLeftovers } from './leftovers.js';
 import { pendingUpgrade } from './pending-upgrade.js';
 import { DEFAULT_LOCK_TIMEOUT_SECONDS, type InstallRequest } from './request.js';
-import { nextSteps } from './summary.js';
+import { nextSteps, pinChangeLines, type ChannelPinReport } from './summary.js';
+import { channelHandoff, channelPin } from '../ops/channel.js';
 
 export type { InstallRequest } from './request.js';
 
@@ -77,11 +78,12 @@ export async function installWithLock({ host: given, request, steps, lockHeld, q
 
   // Every question is asked before the task list starts; --check and --diff review a run
   // with the answers it would use: only what has no stored value or default is asked.
+  const channelKept = await keepsChannel(host, request);
+  refuseChannelFlagsWithoutChannel(request, channelKept);
+  const channelAllow = parseChannelAllow(request);
   const prompter = interactive ? await (await import('../answers/index.js')).terminalPrompter() : undefined;
   const { profile, components, answers } = await resolveDeploymentInputs(host, request.answers, { prompter, askOnlyMissing: check });
 
-  const channelAllow = parseChannelAllow(request);
-  const channelKept = await keepsChannel(host, request);
   const options: InstallOptions = {
     check,
     diff: Boolean(request.diff),
@@ -102,10 +104,12 @@ export async function installWithLock({ host: given, request, steps, lockHeld, q
       host.log.debug(`install started: customer ${answers.customerSlug}, model ${answers.modelId}, channel ${options.channelKept ? 'kept' : options.channel}`);
     }
     const started = Date.now();
+    const pinBefore = options.channel && !check ? await channelPin(host) : undefined;
     // Step lines on stderr (renderer.ts): live on a terminal, one plain line per event
     // otherwise (the catalog deploy's cloud-init log); none with --json.
     const outcome = await runPipeline(steps ?? installSteps(), { host, profile, answers, components, options }, { silent: Boolean(request.json) });
-    if (!quiet) await report(host, request, outcome, options, answers, Date.now() - started);
+    const pin = options.channel && !check ? await pinReport(host, pinBefore) : undefined;
+    if (!quiet) await report(host, request, outcome, options, answers, Date.now() - started, pin);
     if (outcome.failed) process.exitCode = failureExitCode(outcome);
     return outcome;
   } finally {
@@ -126,10 +130,36 @@ async function keepsChannel(host: Host, request: InstallRequest): Promise<boolea
   return host.files.exists(LAYOUT.channelEnv);
 }
 
+/**
+ * --channel-allow and --channel-host set up the channel endpoint: refused (exit 2, before
+ * any question) on a run that does not configure it: neither --channel nor --catalog, and
+ * no channel endpoint on this server to keep (or --no-channel).
+ */
+function refuseChannelFlagsWithoutChannel(request: InstallRequest, channelKept: boolean): void {
+  if (request.catalog || request.channel || channelKept) return;
+  const flag = request.channelAllow !== undefined ? '--channel-allow' : request.answers.channelHost?.length ? '--channel-host' : undefined;
+  if (!flag) return;
+  throw new UsageError(
+    `${flag} applies to the channel endpoint, which this run does not configure${request.channel === false ? ' (--no-channel)' : ''}`,
+    'add --channel (or --catalog); nothing was changed',
+  );
+}
+
+/**
+ * The channel's certificate pin after the run, and whether the run changed it: a new
+ * certificate (a new --channel-host, a new address, expiry) is a new pin, which the
+ * portal must be given or it refuses the server.
+ */
+async function pinReport(host: Host, before: string | undefined): Promise<ChannelPinReport | undefined> {
+  const pin = await channelPin(host);
+  if (!pin) return undefined;
+  const url = await channelHandoff(host).then((h) => h.url, () => undefined);
+  return { pin, ...(url ? { url } : {}), changed: before !== undefined && before !== pin, ...(before !== undefined && before !== pin ? { previousPin: before } : {}) };
+}
+
 /** --channel-allow, checked before anything runs (exit 2 naming the flag). */
 function parseChannelAllow(request: InstallRequest): Cidr[] | undefined {
   if (request.channelAllow === undefined) return undefined;
-  if (!request.catalog && !request.channel) throw new UsageError('--channel-allow applies to the channel endpoint', 'add --channel (or --catalog); nothing was changed');
   try {
     return parseAllowList(String(request.channelAllow));
   } catch (error) {
@@ -142,7 +172,7 @@ function failureExitCode(outcome: PipelineOutcome): number {
   return outcome.results.some((r) => r.status === 'failed' && r.id === preflightStep.id) ? 2 : 1;
 }
 
-async function report(host: Host, request: InstallRequest, outcome: PipelineOutcome, options: InstallOptions, answers: Answers, ms: number): Promise<void> {
+async function report(host: Host, request: InstallRequest, outcome: PipelineOutcome, options: InstallOptions, answers: Answers, ms: number, pin: ChannelPinReport | undefined): Promise<void> {
   const recap = formatRecap(outcome.recap);
   host.log.debug(`install finished: ${recap} in ${ms} ms`);
   if (request.json || request.catalog) {
@@ -150,10 +180,12 @@ async function report(host: Host, request: InstallRequest, outcome: PipelineOutc
     const exitCode = failureExitCode(outcome);
     emitJson(installOutput, {
       ...pipelineJson(outcome, options.check ? 'check' : 'apply', ms),
+      ...(pin ? { channel: { ...(pin.url ? { url: pin.url } : {}), pin: pin.pin, pinChanged: pin.changed, ...(pin.previousPin ? { previousPin: pin.previousPin } : {}) } } : {}),
       ...(failed ? { error: { code: exitCode === 2 ? 'refused' : 'step-failed', message: `${failed.title} failed: ${failed.error ?? 'unknown error'}`, hint: failed.hint ?? null, exitCode } } : {}),
     });
     // The catalog deploy's stderr is its cloud-init log: a failure says there what to do.
-    if (!request.json && failed) for (const line of (await nextSteps(host, outcome, options, answers)).stderr) printError(line);
+    if (!request.json && failed) for (const line of (await nextSteps(host, outcome, options, answers, pin)).stderr) printError(line);
+    else if (!request.json && pin) for (const line of pinChangeLines(pin)) printError(line);
     return;
   }
   for (const line of planLines(outcome, options)) printLine(line);
@@ -163,7 +195,7 @@ async function report(host: Host, request: InstallRequest, outcome: PipelineOutc
   if (options.channelKept) printLine(CHANNEL_KEPT);
   printLine(`${options.check ? 'plan' : 'recap'}: ${recap} (${(ms / 1000).toFixed(1)} s)`);
   // What to do next: where the agent is and how to look after it, or after a failure what to do about it.
-  const next = await nextSteps(host, outcome, options, answers);
+  const next = await nextSteps(host, outcome, options, answers, pin);
   for (const line of next.stdout) printLine(line);
   for (const line of next.stderr) printError(line);
 }

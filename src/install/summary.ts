@@ -5,6 +5,25 @@ import type { PipelineOutcome } from '../pipeline/runner.js';
 import type { InstallOptions } from '../pipeline/step.js';
 import { meshUrl } from '../steps/mesh-client.js';
 
+/** The channel certificate's pin after a run, and whether the run changed it. */
+export interface ChannelPinReport {
+  pin: string;
+  /** The handoff URL (`channel show`'s first). */
+  url?: string;
+  /** The run made a new certificate where one was: the portal's pin no longer matches. */
+  changed: boolean;
+  previousPin?: string;
+}
+
+/** Said after a run that re-issued the channel certificate: the portal refuses the server until it has the new pin. */
+export function pinChangeLines(pin: ChannelPinReport): string[] {
+  if (!pin.changed) return [];
+  return [
+    `CHANNEL PIN CHANGED: this run made a new channel certificate. Its pin is now ${pin.pin} (it was ${pin.previousPin}).`,
+    'The portal refuses this server until it pins the new one: give it `sudo service-deploy channel show --json` (url, certificate.pin).',
+  ];
+}
+
 /** Where the install's log is, and what is in it. */
 export const LOG_HINT = `${LAYOUT.installLog} (every command this run ran, with its output)`;
 
@@ -14,14 +33,16 @@ export const LOG_HINT = `${LAYOUT.installLog} (every command this run ran, with 
  * are (stdout). After a failure, what to do and where the log is (stderr, with the
  * other diagnostics). Nothing after --check or --diff (nothing was done).
  */
-export async function nextSteps(host: Host, outcome: PipelineOutcome, options: InstallOptions, answers: Answers): Promise<{ stdout: string[]; stderr: string[] }> {
+export async function nextSteps(host: Host, outcome: PipelineOutcome, options: InstallOptions, answers: Answers, pin?: ChannelPinReport): Promise<{ stdout: string[]; stderr: string[] }> {
   if (options.check) return { stdout: [], stderr: [] };
   const failed = outcome.results.find((r) => r.status === 'failed');
+  const pinLines = pin ? pinChangeLines(pin) : [];
   if (failed) {
     return {
       stdout: [],
       stderr: [
         '',
+        ...pinLines,
         `Stopped at: ${failed.title}: ${failed.error ?? 'failed'}`,
         `What to do: ${failed.hint ?? 'fix the cause above'}`,
         'Then run the same command again: it continues from there (what is already done is kept).',
@@ -49,5 +70,5 @@ export async function nextSteps(host: Host, outcome: PipelineOutcome, options: I
     ['Logs', `${LOG_HINT}; the agent's: \`sudo service-deploy gateway logs\``],
   );
   const width = Math.max(...rows.map(([label]) => label.length)) + 2;
-  return { stdout: ['', ...rows.map(([label, text]) => `${`${label}:`.padEnd(width + 1)}${text}`)], stderr: [] };
+  return { stdout: ['', ...rows.map(([label, text]) => `${`${label}:`.padEnd(width + 1)}${text}`), ...(pinLines.length > 0 ? ['', ...pinLines] : [])], stderr: [] };
 }

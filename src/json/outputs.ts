@@ -33,6 +33,15 @@ export const installOutput = defineOutput({
         hint: z.string().optional(),
       }),
     ),
+    channel: z
+      .object({
+        url: z.string().optional().describe("The endpoint URL (`channel show`'s url)"),
+        pin: z.string().regex(/^sha256:[0-9a-f]{64}$/).describe("The channel certificate's pin after the run: sha256:<64 hex>"),
+        pinChanged: z.boolean().describe('This run replaced the certificate (a new --channel-host or address, expiry): the portal must pin the new one, it refuses the server until then'),
+        previousPin: z.string().regex(/^sha256:[0-9a-f]{64}$/).optional().describe('The pin before the run, when it changed'),
+      })
+      .optional()
+      .describe('Present after a run (not --check) that configured the channel endpoint, once it has a certificate'),
     upgrade: z
       .object({
         from: z.string().describe('The OpenClaw version installed before'),

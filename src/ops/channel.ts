@@ -1,5 +1,6 @@
 import type { X509Certificate } from 'node:crypto';
 import { x509Certificate } from '../host/crypto.js';
+import { readStoredAnswers } from '../answers/index.js';
 import { parseEnvFile } from '../channel/env-file.js';
 import { CHANNEL_PATH, HEADER, SECRET_PATTERN } from '../channel/protocol.js';
 import { DeployError } from '../errors.js';
@@ -16,7 +17,7 @@ import { printLine } from '../output.js';
  */
 export interface ChannelHandoff {
   ok: true;
-  /** The endpoint, on the server's first public address (or the mesh name); `urls` lists every name the certificate carries. */
+  /** The endpoint: on the first --channel-host, else the server's first public address (or the mesh name); `urls` lists every name the certificate carries. */
   url: string;
   urls: string[];
   certificate: {
@@ -59,12 +60,12 @@ export async function channelHandoff(host: Host, options: { showSecrets?: boolea
   };
   const token = secret('SERVICE_CHANNEL_TOKEN');
   const knock = secret('SERVICE_CHANNEL_KNOCK');
-  const urls = endpointUrls(names);
+  const urls = endpointUrls(names, await channelHosts(host));
   return {
     ok: true,
     url: urls[0] ?? `https://127.0.0.1:${CHANNEL_PORT}${CHANNEL_PATH}`,
     urls,
-    certificate: { pin: `sha256:${sha256.replace(/:/g, '').toLowerCase()}`, sha256, notAfter: new Date(cert.validTo).toISOString(), names },
+    certificate: { pin: pinOf(cert), sha256, notAfter: new Date(cert.validTo).toISOString(), names },
     knockHeader: HEADER.knock,
     allow: (env.SERVICE_CHANNEL_ALLOW ?? '').split(',').map((s) => s.trim()).filter(Boolean),
     ...(env.SERVICE_TS_HOSTNAME ? { meshHostname: env.SERVICE_TS_HOSTNAME } : {}),
@@ -73,24 +74,56 @@ export async function channelHandoff(host: Host, options: { showSecrets?: boolea
 }
 
 /**
- * Endpoint URLs from the certificate's names: public IPv4 first, then DNS names with a
- * domain, private IPv4, other IPv6, short names; loopback and `localhost` last (they only
- * work on the server itself). Node writes IPv6 names in full (0:0:0:0:0:0:0:1): the URL
- * carries the usual short form ([::1]), which is also how loopback is recognised.
+ * The names given with --channel-host (stored with the answers), or none. The handoff
+ * does not depend on the answers file: one it cannot read only loses this order.
  */
-function endpointUrls(names: string[]): string[] {
+async function channelHosts(host: Host): Promise<string[]> {
+  try {
+    return (await readStoredAnswers(host))?.channelHosts ?? [];
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * Endpoint URLs from the certificate's names: the --channel-host names first, in the
+ * order given (the server cannot see a public address behind NAT nor know which of its
+ * names the portal uses); then public IPv4, DNS names with a domain, private IPv4, other
+ * IPv6, short names; loopback and `localhost` last (they only work on the server
+ * itself). Node writes IPv6 names in full (0:0:0:0:0:0:0:1): the URL carries the usual
+ * short form ([::1]), which is also how loopback is recognised.
+ */
+function endpointUrls(names: string[], given: readonly string[]): string[] {
   const hosts = names.map((n) => {
     const v = n.slice(n.indexOf(':') + 1);
     const ip = n.startsWith('IP:');
-    return { ip, v6: ip && v.includes(':'), host: ip && v.includes(':') ? new URL(`https://[${v}]/`).hostname : v };
+    const bare = ip && v.includes(':') ? new URL(`https://[${v}]/`).hostname.slice(1, -1) : v;
+    return { ip, v6: ip && v.includes(':'), bare, host: ip && v.includes(':') ? `[${bare}]` : v };
   });
-  const rank = ({ ip, v6, host }: (typeof hosts)[number]): number => {
+  const rank = ({ ip, v6, bare, host }: (typeof hosts)[number]): number => {
+    const at = given.indexOf(bare);
+    if (at >= 0) return at - given.length;
     if (host === 'localhost' || /^127\./.test(host) || host === '[::1]') return 5;
     if (ip && !v6) return isPrivateV4(host) ? 2 : 0;
     if (v6) return 3;
     return host.includes('.') ? 1 : 4;
   };
   return hosts.sort((a, b) => rank(a) - rank(b)).map(({ host }) => `https://${host}:${CHANNEL_PORT}${CHANNEL_PATH}`);
+}
+
+/** The pin of the channel certificate on disk (sha256:<hex>), or undefined when there is none or it is unreadable. */
+export async function channelPin(host: Host): Promise<string | undefined> {
+  const pem = await host.files.read(LAYOUT.tlsCert);
+  if (pem === undefined) return undefined;
+  try {
+    return pinOf(x509Certificate(pem));
+  } catch {
+    return undefined;
+  }
+}
+
+function pinOf(cert: X509Certificate): string {
+  return `sha256:${cert.fingerprint256.replace(/:/g, '').toLowerCase()}`;
 }
 
 function isPrivateV4(ip: string): boolean {

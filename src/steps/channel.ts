@@ -1,3 +1,4 @@
+import net from 'node:net';
 import os from 'node:os';
 import { formatAllowList, parseAllowList, type Cidr } from '../channel/allow.js';
 import { parseEnvFile } from '../channel/env-file.js';
@@ -195,8 +196,12 @@ export const channelPluginStep: Step = {
 
 // ---------------------------------------------------------------- TLS
 
-/** Names the certificate must carry: mesh hostname (+ full mesh name), localhost and the server's addresses. */
+/**
+ * Names the certificate must carry: the --channel-host names (first, in their order),
+ * the mesh hostname (+ full mesh name), localhost and the server's addresses.
+ */
 export async function wantedSans(ctx: InstallContext): Promise<string[]> {
+  const given = (ctx.answers.channelHosts ?? []).map((h): string => (net.isIP(h) ? `IP:${h}` : `DNS:${h}`));
   const dns = new Set<string>([ctx.answers.meshHostname, 'localhost']);
   const ips = new Set<string>(['127.0.0.1', '::1']);
   const mesh = await meshStatus(ctx.host);
@@ -212,12 +217,23 @@ export async function wantedSans(ctx: InstallContext): Promise<string[]> {
       ips.add(a.address);
     }
   }
-  return [...[...dns].sort().map((d) => `DNS:${d}`), ...[...ips].sort().map((ip) => `IP:${ip}`)];
+  const found = [...[...dns].sort().map((d) => `DNS:${d}`), ...[...ips].sort().map((ip) => `IP:${ip}`)];
+  return [...given, ...found.filter((san) => !given.includes(san))];
 }
+
+/** What a new certificate means to the portal, said where the plan says why it is made. */
+export const PIN_CHANGE_NOTE = 'a new certificate has a new pin: give the portal the new one (`service-deploy channel show`), it refuses the server until then';
 
 interface TlsPlan {
   sans: string[];
 }
+
+/**
+ * The names this run's certificate was made (or kept) for, for verify: the server's
+ * addresses can change while the install runs (an interface coming up), and the
+ * certificate is right for the names it was planned with. The next run adds the new ones.
+ */
+const plannedSans = new WeakMap<Host, string[]>();
 
 export const channelTlsStep: Step = {
   id: 'channel-tls',
@@ -229,7 +245,8 @@ export const channelTlsStep: Step = {
     const [cert, key] = await Promise.all([host.files.read(LAYOUT.tlsCert), host.files.read(LAYOUT.tlsKey)]);
     const problem = certProblem(cert, key, sans, host.now());
     const changes: Change[] = [];
-    if (problem) changes.push({ target: LAYOUT.tlsCert, summary: `new certificate: ${problem}` });
+    // A first certificate has no pin anyone holds yet; replacing one changes the pin.
+    if (problem) changes.push({ target: LAYOUT.tlsCert, summary: `new certificate: ${problem}${cert === undefined ? '' : `; ${PIN_CHANGE_NOTE}`}` });
     else {
       const keyInfo = await host.files.stat(LAYOUT.tlsKey);
       if (keyInfo?.mode !== 0o600) changes.push({ target: LAYOUT.tlsKey, summary: `${LAYOUT.tlsKey}: mode -> 0600` });
@@ -239,6 +256,7 @@ export const channelTlsStep: Step = {
   async apply(ctx, plan) {
     const { host } = ctx;
     const data = plan.data as TlsPlan & { regenerate: boolean };
+    plannedSans.set(host, data.sans);
     await ensureDirRecorded(host, LAYOUT.tlsDir, 0o755);
     if (!data.regenerate) {
       await host.files.chmod(LAYOUT.tlsKey, 0o600);
@@ -267,7 +285,7 @@ export const channelTlsStep: Step = {
   async verify(ctx) {
     const { host } = ctx;
     const [cert, key] = await Promise.all([host.files.read(LAYOUT.tlsCert), host.files.read(LAYOUT.tlsKey)]);
-    const problem = certProblem(cert, key, await wantedSans(ctx), host.now());
+    const problem = certProblem(cert, key, plannedSans.get(host) ?? (await wantedSans(ctx)), host.now());
     if (problem) throw new DeployError(`the channel certificate is not right after making it: ${problem}`);
   },
 };

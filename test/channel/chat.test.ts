@@ -116,6 +116,57 @@ describe('service-deploy chat (client)', () => {
     expect(out).toEqual(['echo: files']);
   });
 
+  it('--handoff: URL, pin, token and knock from a saved `channel show --json --show-secrets`; flags and the environment still win; a handoff others can read, a bad field or no secrets is refused', async () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'handoff.json');
+    const handoff = { schemaVersion: 1, ok: true, url: standIn.url, urls: [standIn.url], certificate: { pin: `sha256:${standIn.fingerprint}` }, knockHeader: 'x-service-gateway', allow: [], token, knock };
+    const save = (data: object, mode = 0o600) => {
+      fs.writeFileSync(file, JSON.stringify(data));
+      fs.chmodSync(file, mode);
+    };
+    const withStat = (env: NodeJS.ProcessEnv) => {
+      const c = context(env);
+      c.ctx.statFile = (p) => (fs.existsSync(p) ? { mode: fs.statSync(p).mode & 0o7777, size: fs.statSync(p).size } : undefined);
+      return c;
+    };
+    const send = async (options: ChatOptions, env: NodeJS.ProcessEnv = {}) => {
+      const c = withStat(env);
+      await runChat({ message: 'via handoff', handoff: file, ...options }, c.ctx);
+      return c;
+    };
+    save(handoff);
+    const before = standIn.requests.length;
+    expect((await send({})).out).toEqual(['echo: via handoff']);
+    expect(standIn.requests.length).toBe(before + 1);
+    expect(standIn.requests.at(-1)!.headers['x-service-gateway']).toBe(knock);
+    // The handoff's pin is checked: another certificate gets nothing, not even the token.
+    save({ ...handoff, certificate: { pin: `sha256:${'ab'.repeat(32)}` } });
+    await expect(send({})).rejects.toThrow(/does not match --pin; nothing was sent/);
+    expect(standIn.requests.length).toBe(before + 1);
+    // What is given explicitly wins over the file.
+    save({ ...handoff, url: 'https://192.0.2.1:18790/service-channel/chat', token: newSecret() });
+    expect((await send({ url: standIn.url }, { SERVICE_CHANNEL_TOKEN: token })).out).toEqual(['echo: via handoff']);
+
+    save(handoff, 0o644);
+    await expect(send({})).rejects.toThrow(`--handoff ${file}: holds the token and knock but its mode is 0644: other users can read them`);
+    const { token: _t, knock: _k, ...noSecrets } = handoff;
+    save(noSecrets, 0o644);
+    await expect(send({})).rejects.toThrow(`--handoff ${file} has no token and knock`);
+    expect((await send({}, { SERVICE_CHANNEL_TOKEN: token, SERVICE_CHANNEL_KNOCK: knock })).out).toEqual(['echo: via handoff']);
+    for (const [bad, why] of [
+      [{ ...handoff, certificate: { pin: 'sha256:xyz' } }, 'certificate.pin is not a SHA-256 fingerprint'],
+      [{ ...handoff, token: 'short' }, 'token is not a usable secret'],
+      [{ ...handoff, url: undefined }, 'has no url'],
+      [['not', 'an', 'object'], 'is not a JSON object'],
+    ] as const) {
+      save(bad);
+      await expect(send({})).rejects.toThrow(`--handoff ${file}: ${why}`);
+    }
+    fs.writeFileSync(file, '{ nope');
+    await expect(send({})).rejects.toThrow(`--handoff ${file}: is not JSON`);
+    await expect(send({ handoff: path.join(dir, 'missing.json') })).rejects.toThrow(/missing\.json: cannot read it/);
+  });
+
   it('on the server, URL/token/knock come from channel.env (SERVICE_DEPLOY_ROOT sandbox)', async () => {
     const root = tempDir();
     fs.mkdirSync(path.join(root, 'root/.openclaw'), { recursive: true });

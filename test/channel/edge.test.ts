@@ -1,20 +1,28 @@
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { renderNginxSite } from '../../src/channel/nginx.js';
 import { CHANNEL_PATH, newSecret, signRequest } from '../../src/channel/protocol.js';
-import { pluginFiles } from '../../src/steps/channel.js';
+import { channelTlsStep, pluginFiles } from '../../src/steps/channel.js';
 import { LAYOUT } from '../../src/layout.js';
-import { makeTestCa, type TestCa } from '../helpers/https-server.js';
-import { freePort, rawExchange, startNginx, type Exchange, type RunningNginx } from '../helpers/nginx.js';
+import { sandboxContext } from '../helpers/install-ctx.js';
+import { NGINX, SYSTEM_NGINX, freePort, rawExchange, startNginx, type Exchange, type NginxBinary, type RunningNginx } from '../helpers/nginx.js';
+import { otherNginxReleases } from '../helpers/nginx-versions.js';
 import { startFakeProvider, startGateway, type FakeProvider, type RunningGateway } from '../helpers/openclaw.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
- * The edge, end to end: the rendered nginx site (real nginx on loopback, this machine's
- * release) in front of the real pinned OpenClaw gateway running the service-channel
- * plugin as the install writes it, with a loopback stand-in for the AI gateway.
+ * The edge, end to end: the rendered nginx site (real nginx on loopback, with the
+ * certificate the install's TLS step makes) in front of the real pinned OpenClaw gateway
+ * running the service-channel plugin as the install writes it, with a loopback
+ * stand-in for the AI gateway. Every case runs on every nginx
+ * release we support: this machine's (Debian 12, 1.22), Debian 11's 1.18 (the release
+ * Ubuntu 22.04 ships) and Debian 13's 1.26 (newer than Ubuntu 24.04's 1.24), unpacked
+ * from their packages (test/helpers/nginx-versions.ts). One gateway serves one nginx
+ * per release, and each case sends to all of them at once (from its own client address
+ * on each), so the suite takes about as long as on one release.
  * Every case states its exact outcome; traffic without a valid knock (and every request
  * the edge closes) must get zero response bytes: no status line, no header, no HTML.
  * Client addresses are 127.0.0.0/8 source addresses, fresh per case where limits count.
@@ -24,10 +32,34 @@ const knock = newSecret();
 const edge = newSecret();
 let provider: FakeProvider;
 let gateway: RunningGateway;
-let nginx: RunningNginx;
-let ca: TestCa;
-let port = 0;
+/** The certificate the install makes (its TLS step: self-signed RSA 4096, 10 years). */
+let tlsFiles = { cert: '', key: '' };
 let logDir = '';
+
+/** One nginx release in front of the gateway. */
+interface Edge {
+  /** "nginx 1.18.0": how a failure names the release. */
+  label: string;
+  port: number;
+  nginx: RunningNginx;
+}
+const edges: Edge[] = [];
+const missing: Record<string, string> = {};
+
+/**
+ * Runs a case on every release at once and fails naming each release it failed on
+ * (every release runs to its end, so one report shows them all). `oneAtATime`: one
+ * release after the other, for a case whose timing the others' agent turns would
+ * stretch (the gateway runs one turn at a time on this machine's cores).
+ */
+async function onEveryRelease(check: (edge: Edge) => Promise<void>, options: { oneAtATime?: boolean } = {}): Promise<void> {
+  expect(edges.length, 'no nginx is running').toBeGreaterThan(0);
+  const results: Array<PromiseSettledResult<void>> = [];
+  if (options.oneAtATime) for (const edge of edges) results.push(...(await Promise.allSettled([check(edge)])));
+  else results.push(...(await Promise.allSettled(edges.map((edge) => check(edge)))));
+  const failed = results.flatMap((r, i) => (r.status === 'rejected' ? [`${edges[i]!.label}: ${(r.reason as Error)?.message ?? r.reason}`] : []));
+  if (failed.length > 0) throw new Error(`failed on ${failed.length} of ${edges.length} nginx releases:\n${failed.join('\n')}`);
+}
 
 let nextAddress = 0;
 /** A client source address no earlier case used (its own rate-limit buckets). */
@@ -47,8 +79,8 @@ const withKnock = (body = '{}'): Array<[string, string]> => [...base(body), ['X-
 const signedHeaders = (body: string, extra: { timestamp?: number; token?: string } = {}): Array<[string, string]> =>
   Object.entries(signRequest({ token: extra.token ?? token, body, ...(extra.timestamp !== undefined ? { timestamp: extra.timestamp } : {}) })).map(([k, v]) => [k, v] as [string, string]);
 
-function send(data: string | Buffer | Array<string | Buffer>, options: { localAddress?: string; plain?: boolean; waitMs?: number; pauseMs?: number; port?: number } = {}): Promise<Exchange> {
-  return rawExchange({ port: options.port ?? port, localAddress: options.localAddress ?? fresh(), data, plain: options.plain, waitMs: options.waitMs ?? 8000, pauseMs: options.pauseMs });
+function send(edge: Edge, data: string | Buffer | Array<string | Buffer>, options: { localAddress?: string; plain?: boolean; waitMs?: number; pauseMs?: number } = {}): Promise<Exchange> {
+  return rawExchange({ port: edge.port, localAddress: options.localAddress ?? fresh(), data, plain: options.plain, waitMs: options.waitMs ?? 8000, pauseMs: options.pauseMs });
 }
 
 function expectClosed(answer: Exchange, what: string): void {
@@ -73,17 +105,41 @@ beforeAll(async () => {
   provider = await startFakeProvider();
   const pluginDir = tempDir('sd-plugin-');
   for (const file of pluginFiles()) fs.writeFileSync(path.join(pluginDir, path.relative(LAYOUT.channelPluginDir, file.path)), file.content, { mode: file.mode });
-  gateway = await startGateway({ pluginDir, providerUrl: provider.url, env: { SERVICE_CHANNEL_TOKEN: token, SERVICE_CHANNEL_EDGE: edge } });
-  ca = makeTestCa();
+  // The gateway starts while the other releases are fetched (or found in the cache) and the certificate is made.
+  const [other] = await Promise.all([
+    otherNginxReleases(),
+    (async () => {
+      gateway = await startGateway({ pluginDir, providerUrl: provider.url, env: { SERVICE_CHANNEL_TOKEN: token, SERVICE_CHANNEL_EDGE: edge } });
+    })(),
+    (async () => {
+      const ctx = sandboxContext();
+      await channelTlsStep.apply(ctx, await channelTlsStep.check(ctx));
+      tlsFiles = { cert: ctx.host.paths.real(LAYOUT.tlsCert), key: ctx.host.paths.real(LAYOUT.tlsKey) };
+    })(),
+  ]);
+  Object.assign(missing, other.missing);
+  if (Object.keys(missing).length > 0) console.warn(`nginx releases not tested: ${JSON.stringify(missing)}`);
+  const system: NginxBinary = { ...SYSTEM_NGINX, version: systemVersion() };
   logDir = tempDir('sd-edge-logs-');
-  port = await freePort();
-  const site = (listen: string, name: string) =>
-    renderNginxSite({ listen, upstream: `127.0.0.1:${gateway.port}`, cert: ca.certFile, key: ca.keyFile, knock, edge, allow: [], errorLog: path.join(logDir, `${name}-error.log`), accessLog: path.join(logDir, `${name}-access.log`) });
-  nginx = await startNginx(site(`127.0.0.1:${port}`, 'site'), port);
-}, 360_000);
+  for (const binary of [other.binaries.find((b) => b.version.startsWith('1.18')), system, ...other.binaries.filter((b) => !b.version.startsWith('1.18'))]) {
+    if (!binary) continue;
+    const port = await freePort();
+    // Debian's version has its revision after a dash (1.18.0-6.1+deb11u3): the release is before it.
+    const release = binary.version.split('-')[0]!;
+    const name = `nginx-${release}`;
+    const site = renderNginxSite({ listen: `127.0.0.1:${port}`, upstream: `127.0.0.1:${gateway.port}`, cert: tlsFiles.cert, key: tlsFiles.key, knock, edge, allow: [], errorLog: path.join(logDir, `${name}-error.log`), accessLog: path.join(logDir, `${name}-access.log`) });
+    edges.push({ label: `nginx ${release}`, port, nginx: await startNginx(site, port, { binary }) });
+  }
+}, 600_000);
+
+/** `nginx -v` writes its version on stderr. */
+function systemVersion(): string {
+  const out = execFileSync('sh', ['-c', `${NGINX} -v 2>&1`], { encoding: 'utf8' });
+  return /nginx\/(\S+)/.exec(out)?.[1] ?? 'system';
+}
 
 afterAll(async () => {
-  await nginx?.stop();
+  await Promise.all(edges.map((e) => e.nginx.stop()));
   await gateway?.stop();
   await provider?.close();
 }, 60_000);
@@ -167,81 +223,99 @@ const MALFORMED_WITH_KNOCK: Array<[string, Array<[string, string]>, string?]> = 
   ['invalid Host', [['Host', 'a/b'], ['X-Service-Gateway', knock], ['Content-Length', '0']]],
 ];
 
-describe('the edge: nginx (rendered site) + the real gateway with the plugin', () => {
+describe('the edge on every nginx release: nginx (rendered site) + the real gateway with the plugin', () => {
+  it('runs on nginx 1.18, 1.22 and 1.26 (the others fetched, or the warning above says why not)', () => {
+    // A machine that cannot reach the Debian mirror still runs this machine's release.
+    expect(edges.length + Object.keys(missing).length).toBe(3);
+    const lines = edges.map((e) => /^nginx (\d+\.\d+)\./.exec(e.label)?.[1]);
+    if (Object.keys(missing).length === 0) expect(lines).toEqual(['1.18', '1.22', '1.26']);
+    else expect(lines).toContain('1.22');
+  });
+
   it.each(KNOCK_CASES)('A. %s: connection closed, zero bytes', async (name, headers) => {
-    expectClosed(await send(request(POST, headers, '{}')), name);
+    await onEveryRelease(async (e) => expectClosed(await send(e, request(POST, headers, '{}')), name));
   });
 
   it('A. knock padded with spaces: spaces are not part of an HTTP field value (nginx strips them on every release), so it is the knock: the request reaches the plugin (401 without bearer)', async () => {
-    const answer = json(await send(request(POST, [...base(), ['X-Service-Gateway', `   ${knock}   `]], '{}')));
-    expect(answer.status).toBe(401);
-    expect(answer.code).toBe('unauthorized');
+    await onEveryRelease(async (e) => {
+      const answer = json(await send(e, request(POST, [...base(), ['X-Service-Gateway', `   ${knock}   `]], '{}')));
+      expect(answer.status).toBe(401);
+      expect(answer.code).toBe('unauthorized');
+    });
   });
 
   it.each(TARGET_CASES)('B. knock right, target %s: connection closed, zero bytes', async (target) => {
-    expectClosed(await send(request(`POST ${target} HTTP/1.1`, withKnock())), target);
+    await onEveryRelease(async (e) => expectClosed(await send(e, request(`POST ${target} HTTP/1.1`, withKnock())), target));
   });
 
   it('B. knock right, two spaces after the method: closed, zero bytes', async () => {
-    expectClosed(await send(request(`POST  ${CHANNEL_PATH} HTTP/1.1`, withKnock())), 'two spaces');
+    await onEveryRelease(async (e) => expectClosed(await send(e, request(`POST  ${CHANNEL_PATH} HTTP/1.1`, withKnock())), 'two spaces'));
   });
 
   it('B. knock right, OPTIONS *: closed, zero bytes', async () => {
-    expectClosed(await send(request('OPTIONS * HTTP/1.1', withKnock())), 'OPTIONS *');
+    await onEveryRelease(async (e) => expectClosed(await send(e, request('OPTIONS * HTTP/1.1', withKnock())), 'OPTIONS *'));
   });
 
   it.each(MALFORMED_NO_KNOCK)('C. malformed without knock, %s: connection closed, zero bytes', async (name, data) => {
-    expectClosed(await send(data), name);
+    await onEveryRelease(async (e) => expectClosed(await send(e, data), name));
   });
 
   it('C. plain HTTP on the TLS port (with the knock, even): closed, zero bytes', async () => {
-    expectClosed(await send(request(POST, withKnock(), '{}'), { plain: true }), 'plain http');
-    expectClosed(await send(request('GET / HTTP/1.1', [['Host', 'x']]), { plain: true }), 'plain http, no knock');
+    await onEveryRelease(async (e) => {
+      expectClosed(await send(e, request(POST, withKnock(), '{}'), { plain: true }), 'plain http');
+      expectClosed(await send(e, request('GET / HTTP/1.1', [['Host', 'x']]), { plain: true }), 'plain http, no knock');
+    });
   });
 
   it.each(MALFORMED_WITH_KNOCK)('D. malformed with the right knock, %s: connection closed, zero bytes', async (name, headers, body) => {
-    expectClosed(await send(request(POST, headers, body ?? '')), name);
+    await onEveryRelease(async (e) => expectClosed(await send(e, request(POST, headers, body ?? '')), name));
   });
 
   it('D. TRACE to the chat path with the right knock: closed, zero bytes', async () => {
-    expectClosed(await send(request(`TRACE ${CHANNEL_PATH} HTTP/1.1`, withKnock())), 'TRACE');
+    await onEveryRelease(async (e) => expectClosed(await send(e, request(`TRACE ${CHANNEL_PATH} HTTP/1.1`, withKnock())), 'TRACE'));
   });
 
   it('E. slow handshake, slow headers (stalled or dribbled), slow body, and a wrong bearer announcing 60 KB that never come: each closed without a byte within client_header_timeout/client_body_timeout (10 s)', async () => {
     const head = request(POST, [['Host', 'localhost'], ['X-Service-Gateway', knock], ['Authorization', 'Bearer wrong'], ['Content-Length', '61440']]);
     const started = Date.now();
-    const [handshake, stalled, dribbled, body, bearer] = await Promise.all([
-      // Half a TLS ClientHello, then nothing.
-      send(Buffer.from('16030100f8010000f40303', 'hex'), { plain: true, waitMs: 25_000 }),
-      send(`POST ${CHANNEL_PATH} HTTP/1.1${CRLF}Host: localhost${CRLF}`, { waitMs: 25_000 }),
-      // One header byte every 2 s: progress does not restart nginx's timer.
-      send([`POST ${CHANNEL_PATH} HTTP/1.1${CRLF}`, 'X', '-', 'A', ':', ' ', 'b', 'c', 'd', 'e', 'f', 'g'], { pauseMs: 2000, waitMs: 25_000 }),
-      send([request(POST, [['Host', 'localhost'], ['X-Service-Gateway', knock], ['Content-Length', '100']]), '{"message":'], { pauseMs: 100, waitMs: 25_000 }),
-      send(head, { waitMs: 25_000 }),
-    ]);
-    for (const [name, answer] of Object.entries({ handshake, stalled, dribbled, body, bearer })) {
-      expectClosed(answer, name);
-      expect(answer.ms, `${name} closed after ${answer.ms} ms`).toBeLessThan(16_000);
-      expect(answer.ms, `${name} closed after ${answer.ms} ms`).toBeGreaterThan(8_000);
-    }
+    await onEveryRelease(async (e) => {
+      const [handshake, stalled, dribbled, body, bearer] = await Promise.all([
+        // Half a TLS ClientHello, then nothing.
+        send(e, Buffer.from('16030100f8010000f40303', 'hex'), { plain: true, waitMs: 25_000 }),
+        send(e, `POST ${CHANNEL_PATH} HTTP/1.1${CRLF}Host: localhost${CRLF}`, { waitMs: 25_000 }),
+        // One header byte every 2 s: progress does not restart nginx's timer.
+        send(e, [`POST ${CHANNEL_PATH} HTTP/1.1${CRLF}`, 'X', '-', 'A', ':', ' ', 'b', 'c', 'd', 'e', 'f', 'g'], { pauseMs: 2000, waitMs: 25_000 }),
+        send(e, [request(POST, [['Host', 'localhost'], ['X-Service-Gateway', knock], ['Content-Length', '100']]), '{"message":'], { pauseMs: 100, waitMs: 25_000 }),
+        send(e, head, { waitMs: 25_000 }),
+      ]);
+      for (const [name, answer] of Object.entries({ handshake, stalled, dribbled, body, bearer })) {
+        expectClosed(answer, name);
+        expect(answer.ms, `${name} closed after ${answer.ms} ms`).toBeLessThan(16_000);
+        expect(answer.ms, `${name} closed after ${answer.ms} ms`).toBeGreaterThan(8_000);
+      }
+    });
     expect(Date.now() - started).toBeLessThan(20_000);
   }, 40_000);
 
   // ---------------------------------------------------------- F. through to the plugin
 
   it('F. a signed chat gets the agent\'s reply; model is <provider>/<configured model id>', async () => {
-    const body = JSON.stringify({ message: 'hello edge' });
-    const answer = json(await send(request(POST, [...withKnock(body), ...signedHeaders(body)], body), { waitMs: 120_000 }));
-    expect(answer.status, JSON.stringify(answer.body)).toBe(200);
-    expect(answer.body).toMatchObject({ reply: 'STAND-IN REPLY to: hello edge', model: 'service/test-model' });
-    expect(answer.headers).not.toMatch(/^x-accel-redirect:/im);
+    await onEveryRelease(async (e) => {
+      const body = JSON.stringify({ message: `hello edge (${e.label})` });
+      const answer = json(await send(e, request(POST, [...withKnock(body), ...signedHeaders(body)], body), { waitMs: 120_000 }));
+      expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+      expect(answer.body).toMatchObject({ reply: `STAND-IN REPLY to: hello edge (${e.label})`, model: 'service/test-model' });
+      expect(answer.headers).not.toMatch(/^x-accel-redirect:/im);
+    });
   }, 120_000);
 
   it('F. HTTP/1.0 is served too', async () => {
-    const body = JSON.stringify({ message: 'old http' });
-    const answer = json(await send(request(`POST ${CHANNEL_PATH} HTTP/1.0`, [...withKnock(body).filter(([k]) => k !== 'Host'), ...signedHeaders(body)], body), { waitMs: 120_000 }));
-    expect(answer.status, JSON.stringify(answer.body)).toBe(200);
-    expect(answer.body.reply).toBe('STAND-IN REPLY to: old http');
+    await onEveryRelease(async (e) => {
+      const body = JSON.stringify({ message: `old http (${e.label})` });
+      const answer = json(await send(e, request(`POST ${CHANNEL_PATH} HTTP/1.0`, [...withKnock(body).filter(([k]) => k !== 'Host'), ...signedHeaders(body)], body), { waitMs: 120_000 }));
+      expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+      expect(answer.body.reply).toBe(`STAND-IN REPLY to: old http (${e.label})`);
+    });
   }, 120_000);
 
   it.each([
@@ -249,10 +323,12 @@ describe('the edge: nginx (rendered site) + the real gateway with the plugin', (
     ['PUT', 405, 'method_not_allowed'],
     ['DELETE', 405, 'method_not_allowed'],
   ] as const)('F. %s with the knock: %d %s, Allow: POST', async (method, status, code) => {
-    const answer = json(await send(request(`${method} ${CHANNEL_PATH} HTTP/1.1`, withKnock(''))));
-    expect(answer.status).toBe(status);
-    expect(answer.code).toBe(code);
-    expect(answer.headers).toMatch(/^allow: POST$/im);
+    await onEveryRelease(async (e) => {
+      const answer = json(await send(e, request(`${method} ${CHANNEL_PATH} HTTP/1.1`, withKnock(''))));
+      expect(answer.status).toBe(status);
+      expect(answer.code).toBe(code);
+      expect(answer.headers).toMatch(/^allow: POST$/im);
+    });
   });
 
   const now = () => Math.floor(Date.now() / 1000);
@@ -273,22 +349,26 @@ describe('the edge: nginx (rendered site) + the real gateway with the plugin', (
     }],
   ];
   it.each(authCases)('F. %s: 401 %s with WWW-Authenticate', async (_, code, headers) => {
-    const body = '{"message":"x"}';
-    const answer = json(await send(request(POST, [...withKnock(body), ...headers()], body)));
-    expect(answer.status).toBe(401);
-    expect(answer.code).toBe(code);
-    expect(answer.headers).toMatch(/^www-authenticate: Bearer realm="service-channel"$/im);
+    await onEveryRelease(async (e) => {
+      const body = '{"message":"x"}';
+      const answer = json(await send(e, request(POST, [...withKnock(body), ...headers()], body)));
+      expect(answer.status).toBe(401);
+      expect(answer.code).toBe(code);
+      expect(answer.headers).toMatch(/^www-authenticate: Bearer realm="service-channel"$/im);
+    });
   });
 
   it('F. a replayed request: 401 nonce_replayed (the first, with an invalid body, got 400)', async () => {
-    const body = '{"message":""}';
-    const signed = signedHeaders(body);
-    const first = json(await send(request(POST, [...withKnock(body), ...signed], body)));
-    expect(first.status).toBe(400);
-    expect(first.code).toBe('invalid_request');
-    const again = json(await send(request(POST, [...withKnock(body), ...signed], body)));
-    expect(again.status).toBe(401);
-    expect(again.code).toBe('nonce_replayed');
+    await onEveryRelease(async (e) => {
+      const body = '{"message":""}';
+      const signed = signedHeaders(body);
+      const first = json(await send(e, request(POST, [...withKnock(body), ...signed], body)));
+      expect(first.status).toBe(400);
+      expect(first.code).toBe('invalid_request');
+      const again = json(await send(e, request(POST, [...withKnock(body), ...signed], body)));
+      expect(again.status).toBe(401);
+      expect(again.code).toBe('nonce_replayed');
+    });
   });
 
   const bodyCases: Array<[string, Buffer, RegExp]> = [
@@ -303,44 +383,52 @@ describe('the edge: nginx (rendered site) + the real gateway with the plugin', (
     ['a JSON array', Buffer.from('["hi"]'), /JSON object/],
   ];
   it.each(bodyCases)('F. a signed body with %s: 400 invalid_request', async (_, body, message) => {
-    // Signed over the raw bytes.
-    const signed = Object.entries(signRequest({ token, body })).map(([k, v]) => [k, v] as [string, string]);
-    const headers = [...withKnock().filter(([k]) => k !== 'Content-Length'), ['Content-Length', String(body.length)] as [string, string], ...signed];
-    const answer = json(await send([request(POST, headers), body]));
-    expect(answer.status, JSON.stringify(answer.body)).toBe(400);
-    expect(answer.code).toBe('invalid_request');
-    expect(answer.body.error.message).toMatch(message);
+    await onEveryRelease(async (e) => {
+      // Signed over the raw bytes (a nonce of its own on each release).
+      const signed = Object.entries(signRequest({ token, body })).map(([k, v]) => [k, v] as [string, string]);
+      const headers = [...withKnock().filter(([k]) => k !== 'Content-Length'), ['Content-Length', String(body.length)] as [string, string], ...signed];
+      const answer = json(await send(e, [request(POST, headers), body]));
+      expect(answer.status, JSON.stringify(answer.body)).toBe(400);
+      expect(answer.code).toBe('invalid_request');
+      expect(answer.body.error.message).toMatch(message);
+    });
   });
 
   it('F. a body over 64 KiB: 413 body_too_large from nginx, before the gateway reads it', async () => {
-    const body = JSON.stringify({ message: 'x'.repeat(70_000) });
-    const answer = json(await send(request(POST, [...withKnock(body), ...signedHeaders(body)], body)));
-    expect(answer.status).toBe(413);
-    expect(answer.code).toBe('body_too_large');
+    await onEveryRelease(async (e) => {
+      const body = JSON.stringify({ message: 'x'.repeat(70_000) });
+      const answer = json(await send(e, request(POST, [...withKnock(body), ...signedHeaders(body)], body)));
+      expect(answer.status).toBe(413);
+      expect(answer.code).toBe('body_too_large');
+    });
   });
 
   it('F. a client copy of X-Service-Edge is replaced by nginx\'s (a wrong one does not stop the request)', async () => {
-    const body = '{"message":""}';
-    const answer = json(await send(request(POST, [...withKnock(body), ['X-Service-Edge', 'forged'], ['X-Service-Edge', 'forged-again'], ...signedHeaders(body)], body)));
-    expect(answer.status).toBe(400);
-    expect(answer.code).toBe('invalid_request');
+    await onEveryRelease(async (e) => {
+      const body = '{"message":""}';
+      const answer = json(await send(e, request(POST, [...withKnock(body), ['X-Service-Edge', 'forged'], ['X-Service-Edge', 'forged-again'], ...signedHeaders(body)], body)));
+      expect(answer.status).toBe(400);
+      expect(answer.code).toBe('invalid_request');
+    });
   });
 
   // ---------------------------------------------------------- G. client address
 
   it('G. the plugin counts a client by the address nginx saw, whatever X-Real-IP / X-Forwarded-For / Forwarded it sends', async () => {
-    const victim = fresh();
-    const spoofer = fresh();
-    const body = '{"message":""}';
-    // 10 accepted requests (400: authenticated, counted) from one address claiming to be the victim...
-    for (let i = 0; i < 10; i++) {
-      const spoofed: Array<[string, string]> = [['X-Real-IP', victim], ['X-Forwarded-For', victim], ['Forwarded', `for=${victim}`]];
-      const answer = json(await send(request(POST, [...withKnock(body), ...spoofed, ...signedHeaders(body)], body), { localAddress: spoofer }));
-      expect(answer.status, `request ${i + 1}`).toBe(400);
-    }
-    // ...did not use up the victim's allowance.
-    const answer = json(await send(request(POST, [...withKnock(body), ...signedHeaders(body)], body), { localAddress: victim }));
-    expect(answer.status).toBe(400);
+    await onEveryRelease(async (e) => {
+      const victim = fresh();
+      const spoofer = fresh();
+      const body = '{"message":""}';
+      // 10 accepted requests (400: authenticated, counted) from one address claiming to be the victim...
+      for (let i = 0; i < 10; i++) {
+        const spoofed: Array<[string, string]> = [['X-Real-IP', victim], ['X-Forwarded-For', victim], ['Forwarded', `for=${victim}`]];
+        const answer = json(await send(e, request(POST, [...withKnock(body), ...spoofed, ...signedHeaders(body)], body), { localAddress: spoofer }));
+        expect(answer.status, `request ${i + 1}`).toBe(400);
+      }
+      // ...did not use up the victim's allowance.
+      const answer = json(await send(e, request(POST, [...withKnock(body), ...signedHeaders(body)], body), { localAddress: victim }));
+      expect(answer.status).toBe(400);
+    });
   });
 
   // ---------------------------------------------------------- H. the mesh path
@@ -373,72 +461,82 @@ describe('the edge: nginx (rendered site) + the real gateway with the plugin', (
   });
 
   it('H. the same request through the edge is served', async () => {
-    const body = JSON.stringify({ message: 'via the edge' });
-    const answer = json(await send(request(POST, [...withKnock(body), ...signedHeaders(body)], body), { waitMs: 120_000 }));
-    expect(answer.status).toBe(200);
-    expect(answer.body.reply).toBe('STAND-IN REPLY to: via the edge');
+    await onEveryRelease(async (e) => {
+      const body = JSON.stringify({ message: `via the edge (${e.label})` });
+      const answer = json(await send(e, request(POST, [...withKnock(body), ...signedHeaders(body)], body), { waitMs: 120_000 }));
+      expect(answer.status).toBe(200);
+      expect(answer.body.reply).toBe(`STAND-IN REPLY to: via the edge (${e.label})`);
+    });
   }, 120_000);
 
   // ---------------------------------------------------------- I. rate
 
   it('I. a burst of 10 messages back to back passes; the 11th gets 429 rate_limited with Retry-After', async () => {
-    const client = fresh();
-    const statuses: Array<number | undefined> = [];
-    for (let i = 0; i < 10; i++) {
-      const body = JSON.stringify({ message: `burst ${i}` });
-      statuses.push(json(await send(request(POST, [...withKnock(body), ...signedHeaders(body)], body), { localAddress: client, waitMs: 120_000 })).status);
-    }
-    expect(statuses).toEqual(Array(10).fill(200));
-    const body = JSON.stringify({ message: 'eleventh' });
-    const eleventh = json(await send(request(POST, [...withKnock(body), ...signedHeaders(body)], body), { localAddress: client }));
-    expect(eleventh.status).toBe(429);
-    expect(eleventh.code).toBe('rate_limited');
-    expect(Number(/^retry-after: (\d+)$/im.exec(eleventh.headers)?.[1])).toBeGreaterThan(0);
-  }, 300_000);
+    // One release at a time: its ten agent turns (seconds each on a loaded machine) must fit in the 60 s window.
+    await onEveryRelease(async (e) => {
+      const client = fresh();
+      const statuses: Array<number | undefined> = [];
+      for (let i = 0; i < 10; i++) {
+        const body = JSON.stringify({ message: `burst ${i}` });
+        statuses.push(json(await send(e, request(POST, [...withKnock(body), ...signedHeaders(body)], body), { localAddress: client, waitMs: 120_000 })).status);
+      }
+      expect(statuses).toEqual(Array(10).fill(200));
+      const body = JSON.stringify({ message: 'eleventh' });
+      const eleventh = json(await send(e, request(POST, [...withKnock(body), ...signedHeaders(body)], body), { localAddress: client }));
+      expect(eleventh.status).toBe(429);
+      expect(eleventh.code).toBe('rate_limited');
+      expect(Number(/^retry-after: (\d+)$/im.exec(eleventh.headers)?.[1])).toBeGreaterThan(0);
+    }, { oneAtATime: true });
+  }, 600_000);
 
   it('I. both layers: 10 quick accepted requests, the 11th refused by nginx (Retry-After: 6, before the gateway); 6.5 s later nginx lets one through and the plugin\'s 60 s window refuses it (Retry-After: the rest of the window)', async () => {
-    const client = fresh();
-    const body = '{"message":""}';
-    for (let i = 0; i < 10; i++) expect(json(await send(request(POST, [...withKnock(body), ...signedHeaders(body)], body), { localAddress: client })).status, `request ${i + 1}`).toBe(400);
-    const byNginx = json(await send(request(POST, [...withKnock(body), ...signedHeaders(body)], body), { localAddress: client }));
-    expect(byNginx.status).toBe(429);
-    expect(byNginx.code).toBe('rate_limited');
-    expect(byNginx.headers).toMatch(/^retry-after: 6$/im);
-    expect(byNginx.headers).not.toMatch(/^x-content-type-options:/im); // the gateway's headers: not there
-    await new Promise((r) => setTimeout(r, 6500));
-    const byPlugin = json(await send(request(POST, [...withKnock(body), ...signedHeaders(body)], body), { localAddress: client }));
-    expect(byPlugin.status).toBe(429);
-    expect(byPlugin.code).toBe('rate_limited');
-    expect(byPlugin.headers).toMatch(/^x-content-type-options:/im);
-    const retry = Number(/^retry-after: (\d+)$/im.exec(byPlugin.headers)?.[1]);
-    expect(retry).toBeGreaterThan(40);
-    expect(retry).toBeLessThanOrEqual(60);
+    await onEveryRelease(async (e) => {
+      const client = fresh();
+      const body = '{"message":""}';
+      for (let i = 0; i < 10; i++) expect(json(await send(e, request(POST, [...withKnock(body), ...signedHeaders(body)], body), { localAddress: client })).status, `request ${i + 1}`).toBe(400);
+      const byNginx = json(await send(e, request(POST, [...withKnock(body), ...signedHeaders(body)], body), { localAddress: client }));
+      expect(byNginx.status).toBe(429);
+      expect(byNginx.code).toBe('rate_limited');
+      expect(byNginx.headers).toMatch(/^retry-after: 6$/im);
+      expect(byNginx.headers).not.toMatch(/^x-content-type-options:/im); // the gateway's headers: not there
+      await new Promise((r) => setTimeout(r, 6500));
+      const byPlugin = json(await send(e, request(POST, [...withKnock(body), ...signedHeaders(body)], body), { localAddress: client }));
+      expect(byPlugin.status).toBe(429);
+      expect(byPlugin.code).toBe('rate_limited');
+      expect(byPlugin.headers).toMatch(/^x-content-type-options:/im);
+      const retry = Number(/^retry-after: (\d+)$/im.exec(byPlugin.headers)?.[1]);
+      expect(retry).toBeGreaterThan(40);
+      expect(retry).toBeLessThanOrEqual(60);
+    });
   }, 60_000);
 
   it('I. the stated rate is the enforced rate: one request every 0.5 s for 59 s from one address gets at most 10 accepted', async () => {
-    const client = fresh();
-    const started = Date.now();
-    const pending: Array<Promise<number | undefined>> = [];
-    for (let i = 0; i < 118; i++) {
-      const due = started + i * 500;
-      await new Promise((r) => setTimeout(r, Math.max(0, due - Date.now())));
-      const body = JSON.stringify({ message: `paced ${i}` });
-      pending.push(send(request(POST, [...withKnock(body), ...signedHeaders(body)], body), { localAddress: client, waitMs: 120_000 }).then((a) => a.status));
-    }
-    const statuses = await Promise.all(pending);
-    const accepted = statuses.filter((s) => s === 200).length;
-    const counts = statuses.reduce<Record<string, number>>((acc, s) => ((acc[String(s)] = (acc[String(s)] ?? 0) + 1), acc), {});
+    const counts: Record<string, Record<string, number>> = {};
+    await onEveryRelease(async (e) => {
+      const client = fresh();
+      const started = Date.now();
+      const pending: Array<Promise<number | undefined>> = [];
+      for (let i = 0; i < 118; i++) {
+        const due = started + i * 500;
+        await new Promise((r) => setTimeout(r, Math.max(0, due - Date.now())));
+        const body = JSON.stringify({ message: `paced ${i}` });
+        pending.push(send(e, request(POST, [...withKnock(body), ...signedHeaders(body)], body), { localAddress: client, waitMs: 120_000 }).then((a) => a.status));
+      }
+      const statuses = await Promise.all(pending);
+      const accepted = statuses.filter((s) => s === 200).length;
+      counts[e.label] = statuses.reduce<Record<string, number>>((acc, s) => ((acc[String(s)] = (acc[String(s)] ?? 0) + 1), acc), {});
+      expect(accepted, JSON.stringify(counts[e.label])).toBeLessThanOrEqual(10);
+      expect(accepted).toBeGreaterThan(0);
+      expect(statuses.every((s) => s === 200 || s === 429)).toBe(true);
+    });
     console.log(`paced 118 requests over 59 s from one address: ${JSON.stringify(counts)}`);
-    expect(accepted, JSON.stringify(counts)).toBeLessThanOrEqual(10);
-    expect(accepted).toBeGreaterThan(0);
-    expect(statuses.every((s) => s === 200 || s === 429)).toBe(true);
   }, 300_000);
 
   // ---------------------------------------------------------- logs
 
-  it('nginx (site, access and error logs) and the gateway never logged the token, the knock or the edge secret', () => {
-    const logs = fs.readdirSync(logDir).map((f) => fs.readFileSync(path.join(logDir, f), 'utf8')).join('\n') + nginx.logs();
-    expect(logs.length).toBeGreaterThan(0);
+  it('nginx (site, access and error logs, every release) and the gateway never logged the token, the knock or the edge secret', () => {
+    const logs = fs.readdirSync(logDir).map((f) => fs.readFileSync(path.join(logDir, f), 'utf8')).join('\n') + edges.map((e) => e.nginx.logs()).join('\n');
+    for (const e of edges) expect(fs.readFileSync(path.join(logDir, `${e.label.replace(' ', '-')}-access.log`), 'utf8').length, `${e.label} access log`).toBeGreaterThan(0);
     for (const [name, secret] of Object.entries({ token, knock, edge })) {
       expect(logs.includes(secret), `${name} in the nginx logs`).toBe(false);
       expect(gateway.log().includes(secret), `${name} in the gateway log`).toBe(false);

@@ -5,7 +5,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { certProblem, isSelfSigned, TLS_RENEW_BEFORE_DAYS } from '../../src/channel/tls.js';
 import { X509Certificate } from 'node:crypto';
 import { LAYOUT } from '../../src/layout.js';
-import { channelTlsStep } from '../../src/steps/channel.js';
+import { PIN_CHANGE_NOTE, channelTlsStep } from '../../src/steps/channel.js';
 import { sandboxContext } from '../helpers/install-ctx.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -75,6 +75,6 @@ describe('certProblem (the existing-certificate check)', () => {
     fs.writeFileSync(ctx.host.paths.real(LAYOUT.tlsCert), certs.oneYear!.cert);
     fs.writeFileSync(ctx.host.paths.real(LAYOUT.tlsKey), certs.oneYear!.key, { mode: 0o600 });
     const plan = await channelTlsStep.check(ctx);
-    expect(plan.changes.map((c) => c.summary)).toEqual(['new certificate: the certificate was issued for 365 days, not 10 years']);
+    expect(plan.changes.map((c) => c.summary)).toEqual([`new certificate: the certificate was issued for 365 days, not 10 years; ${PIN_CHANGE_NOTE}`]);
   });
 });

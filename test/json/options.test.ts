@@ -15,7 +15,7 @@ const CUSTOMER = ['email', 'first-name', 'last-name', 'phone', 'company', 'quick
 const AGENT = ['provider', 'agent-id', 'profit-multiplier'];
 
 const EXPECTED: Record<string, string[]> = {
-  install: [...ANSWERS, 'non-interactive', 'yes', 'catalog', 'channel', 'check', 'diff', 'reset-clean', 'rotate-channel-secrets', 'channel-allow', 'lock-timeout'],
+  install: [...ANSWERS, 'non-interactive', 'yes', 'catalog', 'channel', 'check', 'diff', 'reset-clean', 'rotate-channel-secrets', 'channel-allow', 'channel-host', 'lock-timeout'],
   render: [...ANSWERS, 'channel', 'channel-allow', 'show-secrets'],
   restore: [...ANSWERS, 'check', 'diff', 'lock-timeout', 'max-entry-mib', 'max-total-mib'],
   doctor: ['fix', 'list-checks'],
@@ -28,7 +28,7 @@ const EXPECTED: Record<string, string[]> = {
   'devices list': [],
   status: [],
   profile: [],
-  chat: ['message', 'session', 'url', 'pin', 'ca', 'insecure', 'token-file', 'knock-file', 'timeout'],
+  chat: ['message', 'session', 'url', 'pin', 'ca', 'insecure', 'token-file', 'knock-file', 'handoff', 'timeout'],
   'partner onboard': [...CONNECTION, ...CUSTOMER],
   'partner map-agent': [...CONNECTION, ...AGENT, 'customer-id'],
   'partner add-member': [...CONNECTION, 'customer-id', 'email', 'name', 'role'],

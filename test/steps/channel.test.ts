@@ -1,10 +1,14 @@
+import { X509Certificate } from 'node:crypto';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { parseEnvFile } from '../../src/channel/env-file.js';
 import { SECRET_PATTERN } from '../../src/channel/protocol.js';
+import { isSelfSigned } from '../../src/channel/tls.js';
 import { LAYOUT } from '../../src/layout.js';
 import {
+  PIN_CHANGE_NOTE,
   PLUGIN_FILES,
   channelDropInStep,
   channelEnvStep,
@@ -143,6 +147,64 @@ exec ${NGINX} -t -p ${prefix} -c ${prefix}/nginx.conf -e ${prefix}/error.log
     const plan = await channelTlsStep.check(ctx);
     expect(plan.changes[0]!.summary).toMatch(/lacks DNS:openclaw-renamed/);
     expect(plan.notify).toEqual(['nginx-reload']);
+  });
+
+  it('TLS: --channel-host names go into the certificate first (a re-issue, which says the pin changes); the same names again change nothing; dropping one keeps the certificate', async () => {
+    // A copy of the certificate made above (making an RSA 4096 key takes seconds).
+    const root = tempDir('sd-root-');
+    fs.cpSync(ctxFor().host.paths.real(LAYOUT.tlsDir), path.join(root, LAYOUT.tlsDir), { recursive: true });
+    const hosts = (channelHosts?: string[]) => sandboxContext({ root, binDir: bin, answers: { channelHosts } });
+    expect((await channelTlsStep.check(hosts())).changes).toEqual([]);
+    const first = read(hosts(), LAYOUT.tlsCert);
+    expect(new X509Certificate(first).subjectAltName).not.toContain('203.0.113.7');
+
+    const given = ['203.0.113.7', 'chat.acme-dental.example', '2001:db8::7'];
+    const plan = await run(channelTlsStep, hosts(given));
+    expect(plan.changes.map((c) => c.summary)).toEqual([
+      `new certificate: the certificate lacks IP:203.0.113.7, DNS:chat.acme-dental.example, IP:2001:db8::7; ${PIN_CHANGE_NOTE}`,
+    ]);
+    expect(plan.notify).toEqual(['nginx-reload']);
+    const cert = new X509Certificate(read(hosts(), LAYOUT.tlsCert));
+    expect(cert.fingerprint256).not.toBe(new X509Certificate(first).fingerprint256);
+    // openssl writes the names in the order given: the --channel-host names lead.
+    expect(cert.subjectAltName!.split(', ').slice(0, 3)).toEqual(['IP Address:203.0.113.7', 'DNS:chat.acme-dental.example', 'IP Address:2001:DB8:0:0:0:0:0:7']);
+    expect(cert.subjectAltName).toContain('DNS:openclaw-acme');
+    expect(cert.subjectAltName).toContain('DNS:localhost');
+    expect(cert.publicKey.asymmetricKeyDetails?.modulusLength).toBe(4096);
+    expect(isSelfSigned(cert)).toBe(true);
+
+    const again = read(hosts(), LAYOUT.tlsCert);
+    expect((await channelTlsStep.check(hosts(given))).changes).toEqual([]);
+    expect((await channelTlsStep.check(hosts([...given].reverse()))).changes).toEqual([]);
+    // A name the portal no longer uses is no reason to break the pin it holds.
+    expect((await channelTlsStep.check(hosts(['chat.acme-dental.example']))).changes).toEqual([]);
+    expect((await channelTlsStep.check(hosts())).changes).toEqual([]);
+    expect(read(hosts(), LAYOUT.tlsCert)).toBe(again);
+    // A first certificate is no pin change: nobody holds its pin yet.
+    const fresh = await channelTlsStep.check(sandboxContext({ answers: { channelHosts: given } }));
+    expect(fresh.changes.map((c) => c.summary)).toEqual(['new certificate: no certificate']);
+  });
+
+  it('TLS: an address that appears while the install runs does not fail the certificate just made; the next run adds it', async () => {
+    const root = tempDir('sd-root-');
+    fs.cpSync(ctxFor().host.paths.real(LAYOUT.tlsDir), path.join(root, LAYOUT.tlsDir), { recursive: true });
+    const ctx = sandboxContext({ root, binDir: bin, answers: { channelHosts: ['203.0.113.8'] } });
+    const plan = await channelTlsStep.check(ctx);
+    expect(plan.changes.map((c) => c.summary)).toEqual([`new certificate: the certificate lacks IP:203.0.113.8; ${PIN_CHANGE_NOTE}`]);
+    await channelTlsStep.apply(ctx, plan);
+    // An interface comes up between the plan and the check of its result (a VPN, a second NIC).
+    const real = os.networkInterfaces;
+    const spy = vi.spyOn(os, 'networkInterfaces').mockImplementation(() => ({
+      ...real(),
+      wg0: [{ address: '198.51.100.99', netmask: '255.255.255.0', family: 'IPv4', mac: '00:00:00:00:00:00', internal: false, cidr: '198.51.100.99/24' }],
+    }));
+    try {
+      await channelTlsStep.verify!(ctx);
+      const next = await channelTlsStep.check(sandboxContext({ root, binDir: bin, answers: { channelHosts: ['203.0.113.8'] } }));
+      expect(next.changes.map((c) => c.summary)).toEqual([`new certificate: the certificate lacks IP:198.51.100.99; ${PIN_CHANGE_NOTE}`]);
+    } finally {
+      spy.mockRestore();
+    }
   });
 
   it('nginx: the site goes in with a successful nginx -t, root-only, then nginx is started/reloaded', async () => {
