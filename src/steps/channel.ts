@@ -197,13 +197,21 @@ export const channelPluginStep: Step = {
 // ---------------------------------------------------------------- TLS
 
 /**
- * Names the certificate must carry: the --channel-host names (first, in their order),
+ * Names the certificate is made for: the --channel-host names (first, in their order),
  * the mesh hostname (+ full mesh name), localhost and the server's addresses.
+ * `named` are the names this server is reached by on purpose (the answers' names, the
+ * mesh name, loopback): a certificate without one of them is made again. The addresses
+ * found on its interfaces (and the mesh's) go into a new certificate but are no reason
+ * to make one: a new certificate is a new pin, and a second NIC, a VPN or IPv6 turned on
+ * later must not break the portal's pin at the next re-run. An address the portal uses
+ * is named with --channel-host.
  */
-export async function wantedSans(ctx: InstallContext): Promise<string[]> {
+export async function certificateNames(ctx: InstallContext): Promise<{ named: string[]; all: string[] }> {
   const given = (ctx.answers.channelHosts ?? []).map((h): string => (net.isIP(h) ? `IP:${h}` : `DNS:${h}`));
-  const dns = new Set<string>([ctx.answers.meshHostname, 'localhost']);
-  const ips = new Set<string>(['127.0.0.1', '::1']);
+  const namedDns = [ctx.answers.meshHostname, 'localhost'];
+  const namedIps = ['127.0.0.1', '::1'];
+  const dns = new Set<string>(namedDns);
+  const ips = new Set<string>(namedIps);
   const mesh = await meshStatus(ctx.host);
   if (mesh.dnsName) dns.add(mesh.dnsName.toLowerCase());
   if (mesh.installed) {
@@ -218,14 +226,22 @@ export async function wantedSans(ctx: InstallContext): Promise<string[]> {
     }
   }
   const found = [...[...dns].sort().map((d) => `DNS:${d}`), ...[...ips].sort().map((ip) => `IP:${ip}`)];
-  return [...given, ...found.filter((san) => !given.includes(san))];
+  const named = [...given, ...[...namedDns.map((d) => `DNS:${d}`), ...namedIps.map((ip) => `IP:${ip}`)].filter((san) => !given.includes(san))];
+  return { named, all: [...given, ...found.filter((san) => !given.includes(san))] };
+}
+
+/** Every name a new certificate carries (named ones first): see certificateNames. */
+export async function wantedSans(ctx: InstallContext): Promise<string[]> {
+  return (await certificateNames(ctx)).all;
 }
 
 /** What a new certificate means to the portal, said where the plan says why it is made. */
 export const PIN_CHANGE_NOTE = 'a new certificate has a new pin: give the portal the new one (`service-deploy channel show`), it refuses the server until then';
 
 interface TlsPlan {
+  /** What a new certificate carries, and what a kept one must carry. */
   sans: string[];
+  named: string[];
 }
 
 /**
@@ -241,9 +257,9 @@ export const channelTlsStep: Step = {
   skip: skipUnlessChannel,
   async check(ctx) {
     const { host } = ctx;
-    const sans = await wantedSans(ctx);
+    const { named, all: sans } = await certificateNames(ctx);
     const [cert, key] = await Promise.all([host.files.read(LAYOUT.tlsCert), host.files.read(LAYOUT.tlsKey)]);
-    const problem = certProblem(cert, key, sans, host.now());
+    const problem = certProblem(cert, key, named, host.now());
     const changes: Change[] = [];
     // A first certificate has no pin anyone holds yet; replacing one changes the pin.
     if (problem) changes.push({ target: LAYOUT.tlsCert, summary: `new certificate: ${problem}${cert === undefined ? '' : `; ${PIN_CHANGE_NOTE}`}` });
@@ -251,12 +267,12 @@ export const channelTlsStep: Step = {
       const keyInfo = await host.files.stat(LAYOUT.tlsKey);
       if (keyInfo?.mode !== 0o600) changes.push({ target: LAYOUT.tlsKey, summary: `${LAYOUT.tlsKey}: mode -> 0600` });
     }
-    return changes.length === 0 ? { changes } : { changes, notify: ['nginx-reload'], data: { sans, regenerate: Boolean(problem) } };
+    return changes.length === 0 ? { changes } : { changes, notify: ['nginx-reload'], data: { sans, named, regenerate: Boolean(problem) } };
   },
   async apply(ctx, plan) {
     const { host } = ctx;
     const data = plan.data as TlsPlan & { regenerate: boolean };
-    plannedSans.set(host, data.sans);
+    plannedSans.set(host, data.regenerate ? data.sans : data.named);
     await ensureDirRecorded(host, LAYOUT.tlsDir, 0o755);
     if (!data.regenerate) {
       await host.files.chmod(LAYOUT.tlsKey, 0o600);
@@ -285,7 +301,7 @@ export const channelTlsStep: Step = {
   async verify(ctx) {
     const { host } = ctx;
     const [cert, key] = await Promise.all([host.files.read(LAYOUT.tlsCert), host.files.read(LAYOUT.tlsKey)]);
-    const problem = certProblem(cert, key, plannedSans.get(host) ?? (await wantedSans(ctx)), host.now());
+    const problem = certProblem(cert, key, plannedSans.get(host) ?? (await certificateNames(ctx)).named, host.now());
     if (problem) throw new DeployError(`the channel certificate is not right after making it: ${problem}`);
   },
 };
