@@ -122,7 +122,7 @@ export const gatewayServiceStep: Step = {
   },
   async apply({ host }, plan) {
     const todo = plan.data as GatewayPlan;
-    if (todo.linger) await host.exec.run('loginctl', ['enable-linger', 'root']);
+    if (todo.linger) await enableLinger(host);
     if (todo.cacheDir) await host.files.ensureDir(GATEWAY_CACHE_DIR, 0o700);
     await waitForUserManager(host);
     if (todo.unit) await writeDesired(host, gatewayUnitFile());
@@ -137,6 +137,27 @@ export const gatewayServiceStep: Step = {
     }
   },
 };
+
+/**
+ * `loginctl enable-linger root`, tried again for a while: logind answers over D-Bus, and
+ * on a loaded server it can be briefly away (restarted by its watchdog, or still
+ * starting): "Could not enable linger: Protocol driver not attached" was seen in the
+ * e2e at load 40. A refusal that lasts is an error naming logind's last answer.
+ */
+async function enableLinger(host: InstallContext['host']): Promise<void> {
+  const deadline = Date.now() + USER_MANAGER_WAIT_MS;
+  for (;;) {
+    const result = await host.exec.run('loginctl', ['enable-linger', 'root'], { allowFailure: true, timeoutMs: 30_000 });
+    if (!result.failed) return;
+    if (Date.now() >= deadline) {
+      throw new DeployError(
+        `loginctl enable-linger root failed for ${USER_MANAGER_WAIT_MS / 1000} s: ${(result.stderr.trim() || `exit code ${result.exitCode}`).slice(0, 300)}`,
+        'check that systemd-logind runs (`systemctl status systemd-logind`) and libpam-systemd is installed, then run the install again',
+      );
+    }
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+  }
+}
 
 /**
  * After enable-linger, root's user manager needs a moment to come up: a few seconds on an
