@@ -1,8 +1,7 @@
 import { heartbeatModel } from '../../config/runtime-config.js';
 import { enforceManagedAgent } from '../../guard/managed.js';
 import { fail, pass, type Check } from '../types.js';
-import { configFinding, listDrift } from './routing-shared.js';
-import { answersFinding } from './stored-answers.js';
+import { answersFinding, configFinding, listDrift } from '../findings.js';
 
 /** The display name (prompt 1) and the heartbeat as the install sets them (issue 18 items 1, 3; issue 26 item 6). */
 export const agentSettingsCheck: Check = {

@@ -1,5 +1,5 @@
 import { fail, pass, type Check } from '../types.js';
-import { listDrift, routingDrift } from './routing-shared.js';
+import { listDrift, routingDrift } from '../findings.js';
 
 export const gatewayAuthCheck: Check = {
   id: 'gateway-auth',

@@ -2,7 +2,7 @@ import { LAYOUT } from '../../layout.js';
 import { guardCron, guardScript } from '../../steps/guard.js';
 import { octal, planFile } from '../../pipeline/files.js';
 import { fail, pass, warn, type Check } from '../types.js';
-import { answersFinding } from './stored-answers.js';
+import { answersFinding } from '../findings.js';
 
 /** The guard runs hourly: older than this and a run was missed. */
 const STALE_MS = 2 * 3600_000;

@@ -2,7 +2,7 @@ import { Inspector } from '../../host/inspect.js';
 import { LAYOUT } from '../../layout.js';
 import { desiredFor } from '../../steps/runtime-config.js';
 import { fail, pass, type Check } from '../types.js';
-import { answersFinding } from './stored-answers.js';
+import { answersFinding } from '../findings.js';
 
 /** Managed keys the routing checks (providers, gateway-auth, gateway-bind) already report. */
 const ROUTING = ['gateway.auth', 'gateway.token', 'gateway.bind', 'models', 'agents.defaults.model'];

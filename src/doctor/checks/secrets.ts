@@ -3,7 +3,7 @@ import { LAYOUT } from '../../layout.js';
 import { SECRETS_AUDIT_TIMEOUT_MS } from '../probes.js';
 import { planRuntimeSecrets } from '../../steps/runtime-secrets.js';
 import { fail, pass, skip, warn, type Check } from '../types.js';
-import { listDrift, routingDrift } from './routing-shared.js';
+import { listDrift, routingDrift } from '../findings.js';
 
 const GUARD_FIX = { commands: ['service-deploy doctor --fix', 'bash /usr/local/bin/service-guard.sh'], action: 'guard' as const };
 

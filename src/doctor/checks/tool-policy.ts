@@ -1,7 +1,7 @@
 import { NODE_TOOLS } from '../../config/runtime-config.js';
 import { enforceConfinement } from '../../guard/confinement.js';
 import { fail, pass, type Check } from '../types.js';
-import { configFinding, listDrift } from './routing-shared.js';
+import { configFinding, listDrift } from '../findings.js';
 
 /**
  * The agent's tool policy and the rest of its confinement in openclaw.json, as the install
