@@ -5,9 +5,12 @@ import { runGuard } from '../guard/index.js';
 import { LAYOUT } from '../layout.js';
 import { ensureDirRecorded, writeDesired, writeRecorded, type DesiredFile } from '../pipeline/files.js';
 import { recordWrittenFile, restampRecorded } from '../pipeline/manifest.js';
+import { desired, folderOf } from '../pipeline/writes.js';
+import { NGINX_SITE } from '../steps/channel.js';
 import { guardCron, guardScript, installSelf } from '../steps/guard.js';
+import { installWrites } from '../steps/index.js';
 import { applyNginxHardening, nginxIsOurs, planNginxHardening } from '../steps/nginx-hardening.js';
-import { RUNTIME_CONFIG_RECORD, desiredFor, validateCandidate } from '../steps/runtime-config.js';
+import { RUNTIME_CONFIG, RUNTIME_DIR, desiredFor, validateCandidate } from '../steps/runtime-config.js';
 import type { FileIssue } from './audit.js';
 import type { DoctorContext } from './context.js';
 import { ownFile } from './own-files.js';
@@ -27,7 +30,7 @@ export interface FixAction {
 async function replaceNginxSite(ctx: DoctorContext, desired: DesiredFile): Promise<void> {
   const { host } = ctx;
   const previous = await host.files.read(LAYOUT.nginxSite);
-  const previousMode = (await host.files.stat(LAYOUT.nginxSite))?.mode ?? 0o600;
+  const previousMode = (await host.files.stat(LAYOUT.nginxSite))?.mode ?? NGINX_SITE.mode;
   // Recorded in the install manifest only once nginx accepts it; a site put back is not
   // recorded (the manifest keeps naming what service-deploy last wrote).
   await host.files.write(desired.path, desired.content, { mode: desired.mode });
@@ -56,16 +59,18 @@ async function repairFiles(ctx: DoctorContext): Promise<void | false> {
     const kinds = new Set(issues.map((i) => i.repair!.kind));
     if (kinds.has('render')) {
       const own = ownFile(p)!;
-      const desired = await own.render(ctx);
-      if (!desired) throw new DeployError(`${p} cannot be written again here`, issues[0]!.command);
-      if (own.effect === 'nginx') await replaceNginxSite(ctx, desired);
+      const file = await own.rewrite.from(ctx);
+      if (!file) throw new DeployError(`${p} cannot be written again here`, issues[0]!.command);
+      const { effect } = own.rewrite;
+      if (effect === 'nginx') await replaceNginxSite(ctx, file);
       else {
-        if (p === LAYOUT.channelDropIn) await ensureDirRecorded(host, LAYOUT.gatewayDropInDir, 0o755);
-        if (p.startsWith(`${LAYOUT.channelPluginDir}/`)) await ensureDirRecorded(host, LAYOUT.channelPluginDir, 0o755);
-        await writeDesired(host, desired);
+        // Its folder first, when that is one the manifest records (the drop-in's, the plugin's).
+        const folder = folderOf(installWrites(), p);
+        if (folder?.check === 'metadata') await ensureDirRecorded(host, folder);
+        await writeDesired(host, file);
       }
       // A unit file, the drop-in or the plugin's code changed: the gateway must load them.
-      if (own.effect === 'units' || own.effect === 'gateway') ctx.gatewayRestartWanted = true;
+      if (effect === 'units' || effect === 'gateway') ctx.gatewayRestartWanted = true;
       continue;
     }
     if (kinds.has('self-copy')) {
@@ -102,9 +107,9 @@ export const FIX_ACTIONS: readonly FixAction[] = [
       if (!config && (await host.files.exists(LAYOUT.runtimeConfig))) throw new DeployError(problem ?? `${LAYOUT.runtimeConfig} is unreadable`, 'move it aside and run `service-deploy install`');
       const desired = await desiredFor({ host, answers, profile: ctx.profile, components: ctx.components, channel: await ctx.channelConfigured() }, config);
       const content = serializeRuntimeConfig(desired);
-      await ensureDirRecorded(host, LAYOUT.runtimeDir, 0o700);
+      await ensureDirRecorded(host, RUNTIME_DIR);
       await validateCandidate(host, content);
-      await writeRecorded(host, LAYOUT.runtimeConfig, content, RUNTIME_CONFIG_RECORD);
+      await writeRecorded(host, RUNTIME_CONFIG, content);
       ctx.gatewayRestartWanted = true;
     },
   },
@@ -143,7 +148,7 @@ export const FIX_ACTIONS: readonly FixAction[] = [
       } catch (error) {
         throw new DeployError(`${LAYOUT.channelEnv}: ${(error as Error).message}`, 'run `service-deploy install --channel`');
       }
-      await replaceNginxSite(ctx, { path: LAYOUT.nginxSite, content: site, mode: 0o600 });
+      await replaceNginxSite(ctx, desired(NGINX_SITE, site));
     },
   },
   {

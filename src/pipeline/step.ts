@@ -3,6 +3,7 @@ import type { ServiceProfile } from '../profile.js';
 import type { Answers } from '../answers/index.js';
 import type { Components } from '../components.js';
 import type { Cidr } from '../channel/allow.js';
+import type { Written } from './writes.js';
 
 /** Something a step would change, shown by --check and --diff. */
 export interface Change {
@@ -56,6 +57,12 @@ export interface Plan {
 export interface Step {
   id: string;
   title: string;
+  /**
+   * What it writes (pipeline/writes.ts): its files and folders, each with its mode, how
+   * doctor checks it, whether doctor may write it again, and what a backup, a reset and
+   * uninstall do with it. Everything it writes must be here (test/pipeline/writes.test.ts).
+   */
+  writes?: readonly Written[];
   /**
    * false when check() waits or polls (lock wait, health probe): it then runs only in
    * its turn. Other checks are read-only and start together (see runPipeline).

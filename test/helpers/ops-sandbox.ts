@@ -12,7 +12,8 @@ import { recordFromDisk } from '../../src/pipeline/manifest.js';
 import { PLUGIN_PREFIX } from '../../src/runtime/openclaw.js';
 import { openclawWrapper } from '../../src/steps/agent-runtime.js';
 import { channelDropInContent, channelEnvContent, pluginFiles } from '../../src/steps/channel.js';
-import { managedPaths } from '../../src/steps/manifest.js';
+import { installWrites } from '../../src/steps/index.js';
+import { recordedPaths } from '../../src/pipeline/writes.js';
 import { firewallFiles } from '../../src/steps/channel-firewall.js';
 import { gatewayUnitFile } from '../../src/steps/gateway-service.js';
 import { nginxHardeningDropIn } from '../../src/steps/nginx-hardening.js';
@@ -122,7 +123,7 @@ export async function makeHealthySandbox(options: { channel?: boolean } = {}): P
   // What the install would record: every managed path that exists (steps/manifest.ts).
   fs.mkdirSync(path.join(sb.root, LAYOUT.logDir), { recursive: true, mode: 0o700 });
   for (const dir of [LAYOUT.stateDir, LAYOUT.runtimeDir]) fs.chmodSync(path.join(sb.root, dir), 0o700);
-  await recordFromDisk(createHost({ env: env(), quiet: true }), ...managedPaths(components).map((m) => ({ path: m.path, options: m.options ?? {} })));
+  await recordFromDisk(createHost({ env: env(), quiet: true }), ...recordedPaths(installWrites(), components).map((m) => ({ path: m.path, options: m.options ?? {} })));
   const state = (name: string, content = '') => fs.writeFileSync(path.join(sb.state, name), content);
   const browser = components.browser.ubuntu.package;
   state('dpkg-installed', ['tailscale', ...components.systemPackages, browser, ''].join('\n'));

@@ -1,5 +1,5 @@
 import { LAYOUT } from '../../layout.js';
-import { channelDropInFile } from '../../guard/channel.js';
+import { channelDropInFile } from '../../steps/channel.js';
 import { RESTART_COMMANDS } from './gateway-service.js';
 import { CHANNEL_VARIABLES, NOT_CONFIGURED } from './channel-env.js';
 import { fail, pass, skip, warn, type Check } from '../types.js';

@@ -1,5 +1,5 @@
 import { CHANNEL_PORT, LAYOUT } from '../../layout.js';
-import { siteFromEnv } from '../own-files.js';
+import { siteFromEnv } from '../../steps/channel.js';
 import { NOT_CONFIGURED } from './channel-env.js';
 import { fail, pass, skip, type Check } from '../types.js';
 
