@@ -1,9 +1,8 @@
 import { LAYOUT } from '../layout.js';
-import { enforceRouting, type Restoration } from '../guard/routing.js';
-import type { AnswersRead, DoctorContext } from './context.js';
+import type { AnswersRead } from './context.js';
 import { fail, type Finding } from './types.js';
 
-// Findings several checks share (checks/ holds the checks only).
+// Findings several checks share (checks/ holds the checks only); openclaw.json's: config-findings.ts.
 
 /**
  * The finding of a check that needs the stored answers and has none: missing, or a
@@ -19,30 +18,4 @@ export function answersFinding(read: AnswersRead, consequence: string): Finding 
   return fail(`no stored answers (${LAYOUT.answersFile}): ${consequence}`, 'run `service-deploy install` (it asks for them and stores them 0600)', {
     commands: ['service-deploy install'],
   });
-}
-
-/** The guard's verdict on the current config, or a finding saying why there is none. */
-export async function routingDrift(ctx: DoctorContext): Promise<Restoration[] | Finding> {
-  const [stored, { config }] = await Promise.all([ctx.answersRead(), ctx.runtimeConfig()]);
-  if (!stored.answers) return answersFinding(stored, 'the service API key and model are unknown');
-  if (!config) return configFinding(ctx);
-  return enforceRouting(config, stored.answers, ctx.profile).restorations;
-}
-
-/**
- * The finding of a check that needs openclaw.json when it cannot be read. Missing:
- * the runtime-config action writes it again from the stored answers (and with it
- * every managed key); unreadable: a person decides.
- */
-export async function configFinding(ctx: DoctorContext): Promise<Finding> {
-  const { problem } = await ctx.runtimeConfig();
-  const missing = !(await ctx.host.files.exists(LAYOUT.runtimeConfig));
-  return fail(problem ?? `${LAYOUT.runtimeConfig} is unreadable`, missing ? 'write the runtime config again (doctor --fix or the install)' : 'restore it from the last backup, or move it aside and run the install', {
-    commands: missing ? ['service-deploy doctor --fix', 'service-deploy install'] : [`mv ${LAYOUT.runtimeConfig} ${LAYOUT.runtimeConfig}.broken`, 'service-deploy install'],
-    ...(missing ? { action: 'runtime-config' as const } : {}),
-  });
-}
-
-export function listDrift(items: Restoration[]): string {
-  return items.map((r) => `${r.what}: ${r.before} (want ${r.after})`).join('; ');
 }
