@@ -21,6 +21,7 @@ export function openclawWrapper(): DesiredFile {
 export const agentRuntimeStep: Step = {
   id: 'agent-runtime',
   title: 'Agent runtime (OpenClaw)',
+  needs: ['node-runtime'],
   writes: [{ type: 'programs', path: LAYOUT.nodePrefix, files: (components) => openclawFiles(components.openclaw.package) }, OPENCLAW_WRAPPER],
   async check({ host, components }) {
     const want = components.openclaw.version;

@@ -1,7 +1,7 @@
 import type { Components } from '../components.js';
 import type { OsInfo } from '../host/os.js';
 import { osFamily, readOs } from '../host/os.js';
-import type { Step } from '../pipeline/step.js';
+import { LOCKS, type Step } from '../pipeline/step.js';
 import { aptInstall, missingPackages } from '../host/apt.js';
 import { ensureFolder, writeRecorded } from '../pipeline/files.js';
 import { installedFilesProblem, recordFromDisk } from '../pipeline/manifest.js';
@@ -36,6 +36,7 @@ const BROWSER_SOURCES: WrittenFile = { path: CHROME_SOURCES, type: 'file', mode:
 export const browserStep: Step = {
   id: 'browser',
   title: 'Browser skill (headless browser)',
+  needs: ['preflight', 'package-lock', LOCKS.apt],
   writes: [BROWSER_KEY, BROWSER_SOURCES],
   async skip({ host, components }) {
     const os = await readOs(host.files);

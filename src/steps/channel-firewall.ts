@@ -4,7 +4,7 @@ import type { Host } from '../host/index.js';
 import { CHANNEL_PORT, LAYOUT } from '../layout.js';
 import { ensureFolder, planFile, writeDesired, type DesiredFile } from '../pipeline/files.js';
 import { STATE_DIR } from '../pipeline/manifest.js';
-import type { Change, InstallContext, Step } from '../pipeline/step.js';
+import { LOCKS, type Change, type InstallContext, type Step } from '../pipeline/step.js';
 import { desired, type WrittenFile } from '../pipeline/writes.js';
 import { CONFIG_DIR, channelSecrets } from './channel.js';
 
@@ -91,6 +91,7 @@ interface LimitsPlan {
 export const channelLimitsStep: Step = {
   id: 'channel-limits',
   title: `Per-address connection limits on port ${CHANNEL_PORT} (nftables)`,
+  needs: ['system-packages', 'channel-env', LOCKS.systemUnits],
   writes: [FIREWALL_RULES, FIREWALL_CANDIDATE, FIREWALL_UNIT],
   async skip(ctx) {
     if (!ctx.options.channel) return SKIP_REASON;
@@ -240,6 +241,7 @@ interface PortPlan {
 export const channelPortStep: Step = {
   id: 'channel-port',
   title: `Port ${CHANNEL_PORT}/tcp open in ufw/firewalld where active`,
+  needs: ['preflight'],
   writes: [PORT_STATE],
   skip: (ctx) => (ctx.options.channel ? undefined : SKIP_REASON),
   async check({ host }) {

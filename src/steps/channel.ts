@@ -6,7 +6,7 @@ import { SECRET_PATTERN, newSecret } from '../channel/protocol.js';
 import { TLS_KEY_BITS, TLS_VALID_DAYS, certProblem, sanExtension } from '../channel/tls.js';
 import { DeployError, UsageError } from '../errors.js';
 import type { Host } from '../host/index.js';
-import type { Change, InstallContext, Plan, Step } from '../pipeline/step.js';
+import { LOCKS, type Change, type InstallContext, type Plan, type Step } from '../pipeline/step.js';
 import { LAYOUT } from '../layout.js';
 import { readTemplate } from '../assets.js';
 import { meshStatus } from './mesh-client.js';
@@ -115,6 +115,7 @@ async function desiredChannelEnv(ctx: InstallContext): Promise<DesiredFile> {
 export const channelEnvStep: Step = {
   id: 'channel-env',
   title: 'Channel secrets (channel.env)',
+  needs: ['preflight'],
   skip: skipUnlessChannel,
   writes: [CHANNEL_ENV],
   async check(ctx) {
@@ -167,6 +168,7 @@ export function channelDropInFile(): DesiredFile {
 export const channelDropInStep: Step = {
   id: 'channel-drop-in',
   title: 'Gateway drop-in loading channel.env (service-env.conf)',
+  needs: ['preflight'],
   skip: skipUnlessChannel,
   writes: [GATEWAY_DROP_IN_DIR, CHANNEL_DROP_IN],
   async check({ host }) {
@@ -214,6 +216,8 @@ export function pluginFiles(): DesiredFile[] {
 export const channelPluginStep: Step = {
   id: 'channel-plugin',
   title: 'OpenClaw plugin service-channel',
+  // channel-env makes the runtime's folder root-only before anything goes into it.
+  needs: ['channel-env'],
   skip: skipUnlessChannel,
   writes: [PLUGIN_DIR, ...PLUGIN_CODE.map((c) => c.file), NONCE_STORE],
   async check({ host }) {
@@ -263,6 +267,7 @@ const TLS_CERT: WrittenFile = { path: LAYOUT.tlsCert, type: 'file', mode: 0o644,
 export const channelTlsStep: Step = {
   id: 'channel-tls',
   title: `Channel TLS certificate (self-signed RSA ${TLS_KEY_BITS}, 10 years)`,
+  needs: ['system-packages', 'mesh-client'],
   skip: skipUnlessChannel,
   writes: [CONFIG_DIR, TLS_DIR, TLS_KEY, TLS_CERT],
   async check(ctx) {
@@ -375,6 +380,7 @@ async function restoreSite(host: Host, previous: { content?: string; mode?: numb
 export const nginxSiteStep: Step = {
   id: 'channel-nginx',
   title: 'nginx site for the channel endpoint (port 18790)',
+  needs: ['nginx-hardening', 'channel-env', 'channel-tls', LOCKS.nginx],
   skip: skipUnlessChannel,
   writes: [NGINX_SITE],
   async check(ctx) {

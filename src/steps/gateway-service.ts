@@ -1,5 +1,5 @@
 import { DeployError } from '../errors.js';
-import type { Change, InstallContext, Step } from '../pipeline/step.js';
+import { LOCKS, type Change, type InstallContext, type Step } from '../pipeline/step.js';
 import { GATEWAY_PORT, LAYOUT } from '../layout.js';
 import { renderTemplate } from '../render/template.js';
 import { ensureFolder, planFile, writeDesired, type DesiredFile } from '../pipeline/files.js';
@@ -96,6 +96,7 @@ interface GatewayPlan {
 export const gatewayServiceStep: Step = {
   id: 'gateway-service',
   title: 'Gateway user service',
+  needs: ['node-runtime', 'agent-runtime', 'context-engine', 'browser', 'channel-env', 'channel-plugin', 'channel-drop-in', 'runtime-secrets', 'runtime-config', LOCKS.userUnits],
   writes: [...USER_UNIT_FOLDERS, GATEWAY_UNIT, GATEWAY_CACHE],
   async check(ctx: InstallContext) {
     const { host, notified } = ctx;

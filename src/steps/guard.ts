@@ -49,6 +49,7 @@ export function guardCron(seed: string): DesiredFile {
 export const guardStep: Step = {
   id: 'guard',
   title: 'Gateway enforcer (guard script and hourly cron)',
+  needs: ['system-packages'],
   writes: [GUARD_SCRIPT, GUARD_CRON, BINARY],
   async check({ host, answers }) {
     const changes: Change[] = [];

@@ -29,6 +29,7 @@ export async function probeHealth(host: Host, timeoutMs = 3000): Promise<{ ok: b
 export const healthStep: Step = {
   id: 'health',
   title: 'Health check (gateway /healthz)',
+  needs: ['gateway-service'],
   speculative: false,
   skip: ({ options }) => (options.check ? 'check mode: nothing was started' : undefined),
   async check(ctx) {

@@ -55,7 +55,7 @@ export function installSteps(): Step[] {
     guardStep,
   ];
   // Then the manifest records what they declare and is not recorded yet; the health check last.
-  return [...steps, manifestStep(writesOf(steps)), healthStep];
+  return [...steps, manifestStep(writesOf(steps), steps.map((s) => s.id)), healthStep];
 }
 
 /** What the install writes: the pipeline's own files, then each step's, in order (pipeline/writes.ts). */

@@ -39,12 +39,13 @@ async function runningFrom(host: Host, p: string): Promise<boolean> {
 /**
  * The install manifest's last step: records what the install manages (`writes`: what
  * the steps before it and the pipeline declare) but the manifest does not hold yet.
- * Every other write was recorded by the step that made it.
+ * Every other write was recorded by the step that made it, so it runs after them (`after`).
  */
-export function manifestStep(writes: readonly Written[]): Step {
+export function manifestStep(writes: readonly Written[], after: readonly string[]): Step {
   return {
     id: 'manifest',
     title: 'Install manifest (what doctor checks)',
+    needs: after,
     async check({ host, components }) {
       const missing = await unrecorded(host, writes, components);
       if (missing.length === 0) return { changes: [] };

@@ -1,6 +1,6 @@
 import { DeployError } from '../errors.js';
 import type { Host } from '../host/index.js';
-import type { Change, Step } from '../pipeline/step.js';
+import { LOCKS, type Change, type Step } from '../pipeline/step.js';
 import { LAYOUT } from '../layout.js';
 import { renderTemplate } from '../render/template.js';
 import { ensureFolder, planFile, writeDesired, type DesiredFile } from '../pipeline/files.js';
@@ -125,6 +125,7 @@ function qmd(host: Host, args: string[]) {
 export const memoryIndexStep: Step = {
   id: 'memory-index',
   title: 'Memory index (QMD collection over the memory files, refresh timer)',
+  needs: ['memory', 'runtime-config', LOCKS.userUnits],
   writes: [REFRESH_SCRIPT, REFRESH_SERVICE, REFRESH_TIMER, ...MEMORY_FOLDERS, QMD_CACHE_DIR, QMD_CONFIG_DIR, QMD_INDEX, REFRESH_STAMP],
   async check({ host }) {
     const changes: Change[] = [];

@@ -1,7 +1,7 @@
 import { DeployError } from '../errors.js';
 import type { Host } from '../host/index.js';
 import type { Components } from '../components.js';
-import type { Change, Step } from '../pipeline/step.js';
+import { LOCKS, type Change, type Step } from '../pipeline/step.js';
 import { LAYOUT, QMD_MCP_PORT } from '../layout.js';
 import { renderTemplate } from '../render/template.js';
 import { planFile, writeDesired, type DesiredFile } from '../pipeline/files.js';
@@ -78,6 +78,7 @@ interface ServicePlan {
 export const memoryServiceStep: Step = {
   id: 'memory-service',
   title: 'Memory search service (one resident QMD MCP server on loopback)',
+  needs: ['memory', 'memory-index', LOCKS.userUnits],
   writes: [QMD_MCP_UNIT],
   async check({ host, components, notified }) {
     const unit = qmdMcpUnitFile(components);

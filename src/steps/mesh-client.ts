@@ -1,7 +1,7 @@
 import { DeployError } from '../errors.js';
 import type { Host } from '../host/index.js';
 import { osFamily, readOs, type OsInfo } from '../host/os.js';
-import type { InstallContext, Step } from '../pipeline/step.js';
+import { LOCKS, type InstallContext, type Step } from '../pipeline/step.js';
 import { GATEWAY_PORT, LAYOUT } from '../layout.js';
 import { aptInstall } from '../host/apt.js';
 import { ensureFolder, writeRecorded } from '../pipeline/files.js';
@@ -99,6 +99,7 @@ interface MeshPlan {
 export const meshClientStep: Step = {
   id: 'mesh-client',
   title: 'Private mesh network client',
+  needs: ['preflight', 'package-lock', LOCKS.apt],
   writes: [KEYRINGS_DIR, MESH_KEYRING, MESH_SOURCES, RUN_DIR, MESH_AUTH_KEY],
   async check({ host, answers }) {
     const [status, repoDamage] = await Promise.all([meshStatus(host), installedFilesProblem(host, [], [KEYRING, SOURCES])]);

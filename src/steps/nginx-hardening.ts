@@ -5,7 +5,7 @@ import type { Host } from '../host/index.js';
 import { LAYOUT } from '../layout.js';
 import { ensureFolder, planFile, writeDesired, type DesiredFile } from '../pipeline/files.js';
 import { readAddedPackages } from '../pipeline/packages.js';
-import type { Change, Step } from '../pipeline/step.js';
+import { LOCKS, type Change, type Step } from '../pipeline/step.js';
 import { desired, type WrittenFile, type WrittenFolder } from '../pipeline/writes.js';
 
 /**
@@ -150,6 +150,7 @@ export async function applyNginxHardening(host: Host, plan: NginxHardeningPlan):
 export const nginxHardeningStep: Step = {
   id: 'nginx-hardening',
   title: 'nginx: no default site on port 80, a sandboxed unit',
+  needs: ['system-packages', LOCKS.nginx, LOCKS.systemUnits],
   writes: [NGINX_DROP_IN_DIR, HARDENING_DROP_IN],
   async skip({ host }) {
     if (!(await nginxIsOurs(host))) return 'nginx was on this server before the install: its sites and unit are left as they are (doctor notes a default site on port 80)';

@@ -22,6 +22,7 @@ const QMD_MANIFEST: WrittenFile = { path: `${LAYOUT.qmdPrefix}/package.json`, ty
 export const memoryStep: Step = {
   id: 'memory',
   title: 'Memory daemon (QMD, as an MCP server)',
+  needs: ['node-runtime'],
   writes: [QMD_PREFIX, QMD_MANIFEST, { type: 'programs', path: LAYOUT.qmdPrefix, files: (components) => qmdFiles(components.qmd.package) }],
   async check({ host, components }) {
     const have = await installedPackageVersion(host, `${LAYOUT.qmdPrefix}/node_modules`, components.qmd.package);
@@ -87,6 +88,7 @@ const PLUGINS_MANIFEST: WrittenFile = { path: `${PLUGIN_PREFIX}/package.json`, t
 export const contextEngineStep: Step = {
   id: 'context-engine',
   title: 'Context engine (lossless-claw plugin)',
+  needs: ['node-runtime'],
   writes: [PLUGINS_PREFIX, PLUGINS_MANIFEST, { type: 'programs', path: PLUGIN_PREFIX, files: (components) => losslessClawFiles(components.losslessClaw.package) }],
   async check({ host, components }) {
     const have = await installedPackageVersion(host, `${PLUGIN_PREFIX}/node_modules`, components.losslessClaw.package);

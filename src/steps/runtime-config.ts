@@ -84,6 +84,7 @@ export async function validateCandidate(host: Host, content: string): Promise<vo
 export const runtimeConfigStep: Step = {
   id: 'runtime-config',
   title: 'Runtime config (openclaw.json)',
+  needs: ['agent-runtime', 'context-engine', 'channel-plugin', 'runtime-secrets'],
   writes: [RUNTIME_DIR, RUNTIME_CONFIG],
   async check(ctx) {
     const { host } = ctx;
