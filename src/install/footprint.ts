@@ -14,7 +14,11 @@ import { UPGRADE_WRITES } from './pending-upgrade.js';
  * the folders swept for temp files and the places the install manifest may name are
  * derived from it.
  */
-export const FOOTPRINT: readonly Written[] = [...installWrites(), ...GUARD_LOG_WRITES, ...BACKUP_WRITES, ...UPGRADE_WRITES];
+export function footprint(install: readonly Written[] = installWrites()): Written[] {
+  return [...install, ...GUARD_LOG_WRITES, ...BACKUP_WRITES, ...UPGRADE_WRITES];
+}
+
+export const FOOTPRINT: readonly Written[] = footprint();
 
 /** Where an install manifest entry may point (readManifest's `places`). */
 export const MANAGED_PLACES: readonly string[] = manifestPlaces(FOOTPRINT);

@@ -59,8 +59,8 @@ export function installSteps(): Step[] {
 }
 
 /** What the install writes: the pipeline's own files, then each step's, in order (pipeline/writes.ts). */
-export function installWrites(): Written[] {
-  return writesOf(installSteps());
+export function installWrites(steps: readonly Step[] = installSteps()): Written[] {
+  return writesOf(steps);
 }
 
 function writesOf(steps: readonly Step[]): Written[] {
