@@ -1,8 +1,5 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import type { TestProject } from 'vitest/node';
-import { serviceStandins } from './helpers/sandbox.js';
+import { startHealthyServers } from './helpers/ops-sandbox.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -18,11 +15,7 @@ declare module 'vitest' {
  * for the whole run (a copy may run the install again).
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sd-healthy-'));
-  const services = await serviceStandins();
-  project.provide('healthyServers', { dir, mcpUrl: services.mcp.url, aiGatewayUrl: services.aiGateway.url });
-  return async () => {
-    await services.close();
-    fs.rmSync(dir, { recursive: true, force: true });
-  };
+  const run = await startHealthyServers();
+  project.provide('healthyServers', run.servers);
+  return run.close;
 }

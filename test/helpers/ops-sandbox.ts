@@ -1,12 +1,12 @@
 import { execa } from 'execa';
 import fs from 'node:fs';
 import path from 'node:path';
-import { inject } from 'vitest';
 import { createHost, type Host } from '../../src/host/index.js';
 import { LAYOUT } from '../../src/layout.js';
 import { REPO } from './binary.js';
 import { budget, waitUntil } from './budget.js';
-import { FIRST_INSTALL, makeSandbox, SECRETS, type Sandbox } from './sandbox.js';
+import { FIRST_INSTALL, makeSandbox, SECRETS, serviceStandins, type Sandbox } from './sandbox.js';
+import { tempDir } from './tmp.js';
 
 export const OPS_ANSWERS = {
   customerName: 'Acme Dental GmbH',
@@ -36,6 +36,31 @@ interface Template {
   state: string;
 }
 
+/** Where a run keeps its healthy servers, and the service stand-ins they were installed against (their URLs are in them). */
+export interface HealthyServers {
+  dir: string;
+  mcpUrl: string;
+  aiGatewayUrl: string;
+}
+
+/** A run's folder and service stand-ins: test/global-setup.ts makes them for a test run, a script (the bench) for itself. */
+export async function startHealthyServers(): Promise<{ servers: HealthyServers; close(): Promise<void> }> {
+  const dir = tempDir('sd-healthy-');
+  const services = await serviceStandins();
+  return {
+    servers: { dir, mcpUrl: services.mcp.url, aiGatewayUrl: services.aiGateway.url },
+    close: async () => {
+      await services.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The test run's (test/global-setup.ts), unless given. */
+async function runServers(given: HealthyServers | undefined): Promise<HealthyServers> {
+  return given ?? (await import('vitest')).inject('healthyServers');
+}
+
 /** Bigger than this, a file of the template is linked into a copy, not copied (our 100 MB binary; no test changes it in place). */
 const LINK_ABOVE = 8 * 1024 * 1024;
 /** Stand-in state a copy starts without: what the template's own run left (calls, environments, its gateway process). */
@@ -47,8 +72,8 @@ const FRESH_STATE = new Set(['calls.log', 'environ', 'user-openclaw-gateway.serv
  * for it, in the run's folder (test/global-setup.ts), by whichever worker comes first
  * (the others wait for it), then kept as it is for every copy.
  */
-async function template(channel: boolean): Promise<Template> {
-  const { dir } = inject('healthyServers');
+async function template(channel: boolean, servers: HealthyServers): Promise<Template> {
+  const { dir } = servers;
   const done = path.join(dir, channel ? 'channel' : 'plain');
   const failed = `${done}.failed`;
   try {
@@ -59,7 +84,7 @@ async function template(channel: boolean): Promise<Template> {
     return { root: path.join(done, 'root'), state: path.join(done, 'state') };
   }
   try {
-    const built = await install(channel);
+    const built = await install(channel, servers);
     const staging = `${done}.building`;
     fs.mkdirSync(staging);
     fs.renameSync(built.root, path.join(staging, 'root'));
@@ -75,8 +100,7 @@ async function template(channel: boolean): Promise<Template> {
 }
 
 /** The install on a fresh sandbox, against the run's service stand-ins; what a live server adds (listeners) set after. */
-async function install(channel: boolean): Promise<Template> {
-  const { mcpUrl, aiGatewayUrl } = inject('healthyServers');
+async function install(channel: boolean, { mcpUrl, aiGatewayUrl }: HealthyServers): Promise<Template> {
   const sb = await makeSandbox();
   try {
     // A running nginx listens on the channel port (the stand-in systemctl then says so to ss).
@@ -135,9 +159,10 @@ function copyTree(from: string, to: string, skip: (name: string) => boolean = ()
  * connection limits) unless `channel: false`, the mesh up and serving, QMD's index and
  * services, listeners on 18789 (loopback) and 18790, and a recent guard run in syslog.
  */
-export async function makeHealthySandbox(options: { channel?: boolean } = {}): Promise<OpsSandbox> {
-  const made = await template(options.channel ?? true);
-  const { mcpUrl, aiGatewayUrl } = inject('healthyServers');
+export async function makeHealthySandbox(options: { channel?: boolean; servers?: HealthyServers } = {}): Promise<OpsSandbox> {
+  const servers = await runServers(options.servers);
+  const made = await template(options.channel ?? true, servers);
+  const { mcpUrl, aiGatewayUrl } = servers;
   const sb = await makeSandbox();
   copyTree(made.root, sb.root);
   copyTree(made.state, sb.state, (name) => FRESH_STATE.has(name));
