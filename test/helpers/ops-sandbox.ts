@@ -179,9 +179,12 @@ export async function makeHealthySandbox(options: { channel?: boolean; servers?:
     fs.chmodSync(real, mode);
   };
   const state = (name: string, content = '') => fs.writeFileSync(path.join(sb.state, name), content);
-  // A live server: its gateway a real process, the guard's last run ten minutes ago.
+  // A live server: its gateway a real process, the guard's last run ten minutes ago, the
+  // memory index refreshed by its timer just now (however long ago the template was made).
   state('gateway-process');
   state('syslog', `${Date.now() * 1000 - 600_000_000}\x1fservice-guard\x1fok: nothing to restore\n`);
+  const now = new Date();
+  fs.utimesSync(path.join(sb.root, LAYOUT.qmdRefreshStamp), now, now);
 
   const userEnv = { XDG_RUNTIME_DIR: '/run/user/0' };
   const ops: OpsSandbox = Object.assign(sb, {
