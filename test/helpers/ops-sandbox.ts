@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { createHost, type Host } from '../../src/host/index.js';
 import { LAYOUT } from '../../src/layout.js';
+import { readManifest, restampRecorded } from '../../src/pipeline/manifest.js';
 import { REPO } from './binary.js';
 import { budget, waitUntil } from './budget.js';
 import { FIRST_INSTALL, makeSandbox, SECRETS, serviceStandins, type Sandbox } from './sandbox.js';
@@ -198,6 +199,10 @@ export async function makeHealthySandbox(options: { channel?: boolean; servers?:
     run: (args: string[], extraEnv: Record<string, string> = {}) =>
       execa(path.join(REPO, 'dist/service-deploy'), args, { env: env(extraEnv), extendEnv: false, reject: false, timeout: budget(120_000) }),
   });
+  // Copied files are new inodes: the manifest's fingerprints are taken again (as after a
+  // chmod of verified files), so doctor does not re-read a big file it would not on the server.
+  const { entries } = await readManifest(ops.host);
+  await restampRecorded(ops.host, [...(entries?.keys() ?? [])]);
   await ops.systemctl('--user', 'daemon-reload');
   await ops.systemctl('--user', 'restart', LAYOUT.gatewayUnit);
   sb.clearCalls();
