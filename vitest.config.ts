@@ -5,6 +5,8 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     setupFiles: ['test/setup.ts'],
+    // Once per run: the service stand-ins and the folder of the healthy servers (ops-sandbox.ts).
+    globalSetup: ['test/global-setup.ts'],
     // Safety nets against a hang, not waits: tests wait for signals. They scale with the
     // machine's load and TEST_TIME_SCALE (test/helpers/budget.ts), so a loaded 2-core
     // machine running two suites at once is not a failure.

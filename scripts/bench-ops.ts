@@ -2,17 +2,18 @@
 //   doctor on a healthy sandbox   target <= 4x
 //   a no-op guard                 target <= 2x
 // The sandbox is the tests' healthy deployed server (test/helpers/ops-sandbox.ts: a
-// SERVICE_DEPLOY_ROOT folder written as an install leaves it, the stand-in commands on
-// PATH, a real gateway process); `doctor` must pass on it and `guard` must be a no-op
-// before anything is timed, and no timed guard may restart the gateway.
+// SERVICE_DEPLOY_ROOT folder made by the install, the stand-in commands on PATH, a real
+// gateway process); `doctor` must pass on it and `guard` must be a no-op before anything
+// is timed, and no timed guard may restart the gateway.
 // Usage: node build/bench-ops.mjs [--json]   (BENCH_ROUNDS, default 15)
 import { execa } from 'execa';
 import { BINARY } from '../test/helpers/binary.js';
-import { makeHealthySandbox } from '../test/helpers/ops-sandbox.js';
+import { makeHealthySandbox, startHealthyServers } from '../test/helpers/ops-sandbox.js';
 import { cleanupTempDirs } from '../test/helpers/tmp.js';
 
 const rounds = Number(process.env.BENCH_ROUNDS ?? 15);
-const sb = await makeHealthySandbox();
+const run = await startHealthyServers();
+const sb = await makeHealthySandbox({ servers: run.servers });
 try {
   const env = sb.env();
   const sd = (args: string[]) => execa(BINARY, args, { env, extendEnv: false, reject: false });
@@ -52,5 +53,6 @@ try {
   process.exitCode = rows.every((r) => r.ok) ? 0 : 1;
 } finally {
   await sb.close();
+  await run.close();
   cleanupTempDirs();
 }

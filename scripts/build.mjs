@@ -45,6 +45,7 @@ const hostArch = process.arch;
 // --native (or SERVICE_DEPLOY_BUILD_ARCH=x64|arm64): one target only, for a quicker local build.
 const only = process.argv.includes('--native') ? hostArch : process.env.SERVICE_DEPLOY_BUILD_ARCH;
 
+refuseOtherNode();
 fs.mkdirSync(build, { recursive: true });
 fs.mkdirSync(dist, { recursive: true });
 
@@ -368,6 +369,25 @@ function signRelease() {
   fs.writeFileSync(`${published}.tmp`, script.replace(KEY_LINE, `RELEASE_PUBLIC_KEY="${publicKey}"`), { mode: 0o755 });
   fs.renameSync(`${published}.tmp`, published);
   return keyFile ? 'the release key' : 'a throwaway development key, build/dev-signing-key.pem: not a release';
+}
+
+/**
+ * The build runs on the pinned Node of this machine's architecture (node-linux-<arch>,
+ * which `npm run build` puts first on PATH): the bundle targets it and the help text
+ * is taken by running the chunks. Any other Node is refused before anything is
+ * written, instead of leaving a binary that fails at its own start.
+ */
+function refuseOtherNode() {
+  const name = `node-linux-${hostArch}`;
+  const pinned = lock.packages[`node_modules/${name}`]?.version;
+  if (!pinned) {
+    console.error(`build: no Node is pinned for ${hostArch} (${name} in package-lock.json); the build runs on linux-x64 and linux-arm64 only`);
+    process.exit(1);
+  }
+  if (process.version !== `v${pinned}`) {
+    console.error(`build: this is Node ${process.version} (${process.execPath}), not the pinned Node ${pinned} (${name}): run \`npm run build\` (after \`npm ci\`), which runs the build on it`);
+    process.exit(1);
+  }
 }
 
 /** The pinned Node binary for `arch` (and its version), checked against package-lock.json. */

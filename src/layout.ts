@@ -88,7 +88,7 @@ export const LAYOUT = {
   guardLog: '/var/log/service-deploy/guard.log',
   binary: '/usr/local/bin/service-deploy',
 
-  /** Backups kept on the server (0700; each archive 0600): on demand, scheduled, before an upgrade. */
+  /** Backups kept on the server: on demand, scheduled, before an upgrade (install/backup-set.ts). */
   backupDir: '/var/backups/service-deploy',
   backupService: 'service-deploy-backup.service',
   backupTimer: 'service-deploy-backup.timer',
@@ -107,33 +107,3 @@ export const LAYOUT = {
 } as const;
 
 export const BACKUP_PREFIX = '/tmp/openclaw-backup-';
-
-/**
- * Every folder where service-deploy makes temp files (always next to their target,
- * host/temp.ts): what install, restore, reset and `doctor --fix` sweep at their start.
- */
-export const TEMP_DIRS: readonly string[] = [
-  '/tmp',
-  LAYOUT.runDir,
-  '/root',
-  LAYOUT.runtimeDir,
-  LAYOUT.channelPluginDir,
-  '/root/.config/systemd/user',
-  LAYOUT.gatewayDropInDir,
-  '/var/lib',
-  LAYOUT.stateDir,
-  LAYOUT.logDir,
-  LAYOUT.backupDir,
-  '/etc/nginx/conf.d',
-  '/etc/service-deploy',
-  LAYOUT.tlsDir,
-  '/etc/cron.d',
-  '/etc/apt/sources.list.d',
-  '/usr/share/keyrings',
-  '/usr/local/bin',
-  '/opt/service-deploy',
-  '/opt/service-deploy/plugins',
-  LAYOUT.backupDir,
-  '/etc/systemd/system',
-  LAYOUT.nginxDropInDir,
-];

@@ -1,4 +1,4 @@
-import { execa } from 'execa';
+import { execa, execaSync } from 'execa';
 import fs from 'node:fs';
 import path from 'node:path';
 import * as esbuild from 'esbuild';
@@ -210,5 +210,21 @@ describe('the build: chunks loaded on demand', () => {
     }
     expect(shim('\u001B[31mred text\u001B[39m and more', 8)).toBe(real('\u001B[31mred text\u001B[39m and more', 8));
     expect(shim('Grüße aus Köln und 日本語', 6, { hard: true })).toBe(real('Grüße aus Köln und 日本語', 6, { hard: true }));
+  });
+});
+
+describe('the build refuses a Node other than the pinned one', () => {
+  const pinned = execaSync(PINNED_NODE, ['--version']).stdout.trim();
+  // Another Node on this machine (the system's): the build must stop before it writes anything.
+  const other = ['/usr/bin/node', '/usr/local/bin/node', '/bin/node'].find((p) => fs.existsSync(p) && execaSync(p, ['--version'], { reject: false }).stdout.trim() !== pinned);
+
+  it.skipIf(!other)('names both Nodes and says how to build, exit 1, before writing anything', async () => {
+    const stamp = fs.statSync(path.join(REPO, 'build')).mtimeMs;
+    const run = await execa(other!, ['scripts/build.mjs', '--native'], { cwd: REPO, env: cleanEnv(), extendEnv: false, reject: false });
+    expect(run.exitCode).toBe(1);
+    expect(run.stderr).toContain(`not the pinned Node ${pinned.slice(1)}`);
+    expect(run.stderr).toContain('run `npm run build`');
+    expect(run.stdout).toBe('');
+    expect(fs.statSync(path.join(REPO, 'build')).mtimeMs).toBe(stamp);
   });
 });

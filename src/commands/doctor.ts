@@ -22,11 +22,12 @@ export const doctorCommand: CommandModule<object, DoctorArgs> = {
       .example('$0 doctor channel-drop-in nginx --json', 'Only these checks, as JSON (schema: docs/json.md)') as Argv<DoctorArgs>,
   handler: async (argv) => {
     // The JSON documents' schemas only for --json.
-    const [{ createHost }, { runDoctor, formatReport, selectChecks, reportError }, { printLine }, json] = await Promise.all([
+    const [{ createHost }, { runDoctor, formatReport, selectChecks, reportError }, { printLine }, json, report] = await Promise.all([
       import('../host/index.js'),
       import('../doctor/run.js'),
       import('../output.js'),
       argv.json ? import('../json/index.js') : undefined,
+      argv.json ? import('../doctor/output.js') : undefined,
     ]);
     if (argv.listChecks) {
       const checks = selectChecks(argv.checks ?? []);
@@ -37,7 +38,7 @@ export const doctorCommand: CommandModule<object, DoctorArgs> = {
     const host = createHost({ verbose: argv.verbose, quiet: argv.json });
     const result = await runDoctor(host, { names: argv.checks ?? [], fix: Boolean(argv.fix) });
     const error = reportError(result);
-    if (json) json.emitJson(json.doctorOutput, { ...result, ...(error ? { error } : {}) });
+    if (json) json.emitJson(report!.doctorOutput, { ...result, ...(error ? { error } : {}) });
     else for (const line of formatReport(result)) printLine(line);
     if (!result.ok) process.exitCode = 1;
   },

@@ -6,6 +6,7 @@ import { octal } from '../pipeline/files.js';
 import { compareEntry, readManifest, type Difference, type ManifestEntry, type ManifestRead } from '../pipeline/manifest.js';
 import type { Host } from '../host/index.js';
 import type { ServiceProfile } from '../profile.js';
+import { MANAGED_PLACES } from '../install/footprint.js';
 import { ownFile, type RenderContext } from './own-files.js';
 
 /** What the audit needs from doctor's context (narrow: context.ts uses this module). */
@@ -18,7 +19,7 @@ export interface AuditContext extends RenderContext {
 export type Repair =
   | { kind: 'chmod'; mode: number }
   | { kind: 'chown'; uid: number; gid: number }
-  /** Write it again as the install does (our own files, see own-files.ts). */
+  /** Write it again as the install does (our own files: a declared `rewrite`, see own-files.ts). */
   | { kind: 'render' }
   /** Our binary: this very binary has the recorded SHA-256, so it copies itself there. */
   | { kind: 'self-copy' };
@@ -58,7 +59,7 @@ const kindName = (type: string) => (type === 'file' ? 'a regular file' : type ==
  */
 export async function auditManifest(ctx: AuditContext): Promise<ManifestAudit> {
   const { host } = ctx;
-  const read = await readManifest(host);
+  const read = await readManifest(host, MANAGED_PLACES);
   const issues: FileIssue[] = [];
   if (!read.entries) return { read, issues, checked: 0, secrets: 0 };
   const inspector = new Inspector(host.paths);
@@ -124,7 +125,7 @@ async function describe(ctx: AuditContext, entry: ManifestEntry, diffs: Differen
 /** An issue only writing the file again repairs: our own files (render), our binary (self-copy), else a command. */
 async function rewrite(ctx: AuditContext, entry: ManifestEntry, problem: string): Promise<FileIssue> {
   const own = ownFile(entry.path);
-  if (own && (await own.render(ctx)) !== undefined) return { path: entry.path, problem, repair: { kind: 'render' }, command: 'service-deploy doctor --fix' };
+  if (own && (await own.rewrite.from(ctx)) !== undefined) return { path: entry.path, problem, repair: { kind: 'render' }, command: 'service-deploy doctor --fix' };
   if (entry.path === LAYOUT.binary && entry.sha256 && (await selfHash(ctx)) === entry.sha256) {
     return { path: entry.path, problem, repair: { kind: 'self-copy' }, command: 'service-deploy doctor --fix' };
   }

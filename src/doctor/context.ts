@@ -291,8 +291,8 @@ export class DoctorContext {
       const { read } = await this.audit();
       const channel = await this.channelConfigured();
       const drift = await Promise.all(
-        OWN_FILES.filter((own) => !read.entries?.has(own.path) && (channel || !own.channel)).map(async (own) => {
-          const desired = await own.render(this);
+        OWN_FILES.filter((own) => !read.entries?.has(own.path) && (channel || !own.rewrite.channel)).map(async (own) => {
+          const desired = await own.rewrite.from(this);
           return desired && (await planFile(this.host, desired)) ? own.path : undefined;
         }),
       );

@@ -1,4 +1,4 @@
-import type { Check } from './types.js';
+import { FIX_PHASES, type Check, type Fix } from './types.js';
 import { agentRuntimeCheck } from './checks/agent-runtime.js';
 import { agentSettingsCheck } from './checks/agent-settings.js';
 import { backupsCheck } from './checks/backups.js';
@@ -73,3 +73,14 @@ export const CHECKS: readonly Check[] = [
   packageLockCheck,
   filesCheck,
 ];
+
+/**
+ * The fixes the checks declare, in the order `--fix` runs them: by phase (types.ts
+ * FIX_PHASES), then in the order of the checks that declare them.
+ */
+export function fixesOf(checks: readonly Check[]): Fix[] {
+  const declared = [...new Set(checks.flatMap((c) => c.fixes ?? []))];
+  return FIX_PHASES.flatMap((phase) => declared.filter((f) => f.phase === phase));
+}
+
+export const FIXES: readonly Fix[] = fixesOf(CHECKS);

@@ -2,13 +2,14 @@ import { UsageError } from '../errors.js';
 import type { Host } from '../host/index.js';
 import { LAYOUT } from '../layout.js';
 import { DoctorContext, readAnswers } from './context.js';
-import { CHECKS } from './index.js';
-import type { Check, CheckReport, CheckStatus, FixActionId } from './types.js';
+import { CHECKS, FIXES } from './index.js';
+import type { Check, CheckReport, CheckStatus } from './types.js';
 
 export const DOCTOR_JSON_SCHEMA_VERSION = 1;
 
 export interface FixReport {
-  id: FixActionId;
+  /** The fix's id (types.ts Fix). */
+  id: string;
   title: string;
   ok: boolean;
   error?: string;
@@ -69,7 +70,7 @@ export async function runChecks(ctx: DoctorContext, checks: readonly Check[]): P
           fix: result.fix,
           ...(result.commands ? { commands: result.commands } : {}),
           fixable: result.action !== undefined,
-          ...(result.action ? { action: result.action } : {}),
+          ...(result.action ? { action: result.action.id } : {}),
           durationMs,
         };
       } catch (error) {
@@ -98,9 +99,9 @@ export async function runDoctor(host: Host, options: { names: readonly string[];
   // still run (`doctor os` before a first install).
   if (options.names.length === 0 && (await nothingDeployed(host))) return { ...report([]), ok: false, deployed: false };
   // --fix repairs: it starts like an install, by removing what an interrupted run left.
-  // (The repair code is loaded only for --fix.)
-  const repair = options.fix ? await Promise.all([import('../install/leftovers.js'), import('./fixes.js')]) : undefined;
-  if (repair) await repair[0].sweepLeftovers(host);
+  // (The repair code is loaded only for --fix: each fix loads its own when it runs.)
+  const repair = options.fix ? await import('../install/leftovers.js') : undefined;
+  if (repair) await repair.sweepLeftovers(host);
   // answers.json the strict reader refuses is a finding of the checks that need it (not exit 2): the profile then has no overrides.
   const stored = await readAnswers(host);
   const ctx = new DoctorContext(host, stored.answers?.serviceOverrides, stored);
@@ -108,18 +109,17 @@ export async function runDoctor(host: Host, options: { names: readonly string[];
   await ctx.startProbes(ids);
   const first = await runChecks(ctx, checks);
   if (!repair) return report(first);
-  const [, { FIX_ACTIONS }] = repair;
   const wanted = new Set(first.filter((r) => r.status === 'fail' || r.status === 'warn').flatMap((r) => (r.action ? [r.action] : [])));
   if (wanted.size === 0) return { ...report(first), fixes: [] };
   const fixes: FixReport[] = [];
-  for (const action of FIX_ACTIONS) {
-    // The last action (one gateway restart) also runs when an earlier one changed what the gateway reads.
-    if (!wanted.has(action.id) && !(action.id === 'gateway-restart' && ctx.gatewayRestartWanted)) continue;
+  for (const fix of FIXES) {
+    // One named by no finding still runs when it says so (the gateway restart, after a fix changed what the gateway reads).
+    if (!wanted.has(fix.id) && !fix.alsoWhen?.(ctx)) continue;
     try {
-      if ((await action.run(ctx)) !== false) fixes.push({ id: action.id, title: action.title, ok: true });
+      if ((await fix.run(ctx)) !== false) fixes.push({ id: fix.id, title: fix.title, ok: true });
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
-      fixes.push({ id: action.id, title: action.title, ok: false, error: host.redactor.redact(message) });
+      fixes.push({ id: fix.id, title: fix.title, ok: false, error: host.redactor.redact(message) });
     }
     ctx.refresh();
   }

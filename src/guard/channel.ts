@@ -1,13 +1,8 @@
 import type { Host } from '../host/index.js';
 import { LAYOUT } from '../layout.js';
-import { octal, planFile, writeDesired, type DesiredFile } from '../pipeline/files.js';
-import { channelDropInContent } from '../steps/channel.js';
+import { ensureFolder, octal, planFile, writeDesired, type DesiredFile } from '../pipeline/files.js';
+import { CHANNEL_ENV, GATEWAY_DROP_IN_DIR, channelDropInFile } from '../steps/channel.js';
 import type { Restoration } from './routing.js';
-
-/** The systemd drop-in that loads channel.env into the gateway (spec 2.6), as the install writes it. */
-export function channelDropInFile(): DesiredFile {
-  return { path: LAYOUT.channelDropIn, content: channelDropInContent(), mode: 0o644 };
-}
 
 export interface ChannelFilesPlan {
   restorations: Restoration[];
@@ -25,8 +20,8 @@ export async function channelFilesPlan(host: Host): Promise<ChannelFilesPlan> {
   const envInfo = await host.files.stat(LAYOUT.channelEnv);
   if (!envInfo) return { restorations: [], apply: async () => {} };
   const restorations: Restoration[] = [];
-  const envMode = envInfo.mode !== 0o600;
-  if (envMode) restorations.push({ what: `${LAYOUT.channelEnv} mode`, before: octal(envInfo.mode), after: '0600' });
+  const envMode = envInfo.mode !== CHANNEL_ENV.mode;
+  if (envMode) restorations.push({ what: `${LAYOUT.channelEnv} mode`, before: octal(envInfo.mode), after: octal(CHANNEL_ENV.mode) });
   const desired = channelDropInFile();
   const change = await planFile(host, desired);
   if (change) {
@@ -37,9 +32,9 @@ export async function channelFilesPlan(host: Host): Promise<ChannelFilesPlan> {
     restorations,
     dropIn: change ? desired : undefined,
     async apply() {
-      if (envMode) await host.files.chmod(LAYOUT.channelEnv, 0o600);
+      if (envMode) await host.files.chmod(LAYOUT.channelEnv, CHANNEL_ENV.mode);
       if (change) {
-        await host.files.ensureDir(LAYOUT.gatewayDropInDir, 0o755);
+        await ensureFolder(host, GATEWAY_DROP_IN_DIR);
         await writeDesired(host, desired);
       }
     },

@@ -4,7 +4,7 @@ import { LAYOUT } from '../layout.js';
 import { loadProfile } from '../profile.js';
 import { parseRuntimeConfig, serializeRuntimeConfig } from '../config/runtime-config.js';
 import { readStoredAnswers } from '../answers/index.js';
-import { RUNTIME_CONFIG_RECORD, validateCandidate } from '../steps/runtime-config.js';
+import { RUNTIME_CONFIG, validateCandidate } from '../steps/runtime-config.js';
 import { octal, writeRecorded } from '../pipeline/files.js';
 import { applyRuntimeSecrets, planRuntimeSecrets } from '../steps/runtime-secrets.js';
 import { channelFilesPlan, type ChannelFilesPlan } from './channel.js';
@@ -119,8 +119,8 @@ async function enforce(host: Host, { answers, profile }: GuardInputs, options: G
   const config = confined.config;
   const restorations = [...routed.restorations, ...managed.restorations, ...confined.restorations];
   const configChanged = restorations.length > 0;
-  const configMode = configInfo !== undefined && configInfo.mode !== 0o600;
-  if (configMode) restorations.push({ what: `${LAYOUT.runtimeConfig} mode`, before: octal(configInfo.mode), after: '0600' });
+  const configMode = configInfo !== undefined && configInfo.mode !== RUNTIME_CONFIG.mode;
+  if (configMode) restorations.push({ what: `${LAYOUT.runtimeConfig} mode`, before: octal(configInfo.mode), after: octal(RUNTIME_CONFIG.mode) });
 
   const channel: ChannelFilesPlan = await channelFilesPlan(host);
   restorations.push(...channel.restorations);
@@ -136,9 +136,9 @@ async function enforce(host: Host, { answers, profile }: GuardInputs, options: G
     const content = serializeRuntimeConfig(config);
     // Never write a config the runtime would reject: the gateway would not come back.
     await validateCandidate(host, content);
-    await writeRecorded(host, LAYOUT.runtimeConfig, content, RUNTIME_CONFIG_RECORD);
+    await writeRecorded(host, RUNTIME_CONFIG, content);
   } else if (configMode) {
-    await host.files.chmod(LAYOUT.runtimeConfig, 0o600);
+    await host.files.chmod(LAYOUT.runtimeConfig, RUNTIME_CONFIG.mode);
   }
   await channel.apply();
   if (secrets.changes.length > 0 || secrets.dirMode) await applyRuntimeSecrets(host, secrets);

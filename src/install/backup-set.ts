@@ -1,6 +1,9 @@
 import path from 'node:path';
+import { ROOT_OWNER } from '../host/files.js';
 import { forbiddenCharacter } from '../input.js';
-import { LAYOUT } from '../layout.js';
+import { BACKUP_PREFIX, LAYOUT } from '../layout.js';
+import { backupModes, backupRoots, type WrittenFile, type WrittenFolder } from '../pipeline/writes.js';
+import { installWrites } from '../steps/index.js';
 
 /**
  * What a backup holds, in one place for the three that need it: the backup writer
@@ -16,21 +19,14 @@ export interface BackupRoot {
   mode: number;
 }
 
-export const BACKUP_ROOTS: readonly BackupRoot[] = [
-  { path: LAYOUT.runtimeDir, kind: 'directory', mode: 0o700 },
-  { path: LAYOUT.stateDir, kind: 'directory', mode: 0o700 },
-  { path: LAYOUT.gatewayUnitFile, kind: 'file', mode: 0o644 },
-  { path: LAYOUT.gatewayDropInDir, kind: 'directory', mode: 0o755 },
-  { path: LAYOUT.nginxSite, kind: 'file', mode: 0o600 },
-  { path: LAYOUT.tlsDir, kind: 'directory', mode: 0o755 },
-  { path: LAYOUT.guardCron, kind: 'file', mode: 0o644 },
-  { path: LAYOUT.guardScript, kind: 'file', mode: 0o755 },
-  // The memory index (QMD): private data like the workspace it indexes. Only the index
-  // and the collection config, not QMD's model cache; a missed WAL tail is re-read from
-  // the memory files by the refresh after restore.
-  { path: LAYOUT.qmdIndex, kind: 'file', mode: 0o600 },
-  { path: LAYOUT.qmdConfigDir, kind: 'directory', mode: 0o700 },
-];
+/**
+ * What the steps declare `life: 'backup'` (pipeline/writes.ts): the runtime's and our
+ * state folders, the gateway unit and its drop-ins, the channel's site and certificate,
+ * the guard, and the memory index (QMD: private data like the workspace it indexes; only
+ * the index and the collection config, not QMD's model cache; a missed WAL tail is
+ * re-read from the memory files by the refresh after restore).
+ */
+export const BACKUP_ROOTS: readonly BackupRoot[] = backupRoots(installWrites());
 
 /** The roots' paths (what --reset-clean removes first). */
 export const BACKUP_PATHS: readonly string[] = BACKUP_ROOTS.map((r) => r.path);
@@ -39,18 +35,21 @@ export const BACKUP_PATHS: readonly string[] = BACKUP_ROOTS.map((r) => r.path);
 export const BACKUP_ANSWERS = LAYOUT.answersFile;
 
 /**
- * Files whose mode is the install's whatever an archive says: the secrets (0600) and
- * the files the install writes with a fixed mode.
+ * Files whose mode is the install's whatever an archive says: the roots and every file
+ * and folder in them whose writer declares its mode (the secrets 0600 among them).
  */
-const FIXED_MODES: Readonly<Record<string, number>> = {
-  ...Object.fromEntries(BACKUP_ROOTS.map((r) => [r.path, r.mode])),
-  [LAYOUT.runtimeConfig]: 0o600,
-  [LAYOUT.channelEnv]: 0o600,
-  [LAYOUT.answersFile]: 0o600,
-  [LAYOUT.tlsKey]: 0o600,
-  [LAYOUT.tlsCert]: 0o644,
-  [LAYOUT.channelDropIn]: 0o644,
-};
+const FIXED_MODES: Readonly<Record<string, number>> = backupModes(installWrites());
+
+/** Where backups go: /tmp (a reset's, emptied at boot) and the backup folder (copies, scheduled ones): the customer's, nothing removes them. */
+export const BACKUP_DIR: WrittenFolder = { path: LAYOUT.backupDir, type: 'folder', mode: 0o700, owner: ROOT_OWNER, life: 'kept' };
+export const BACKUP_ARCHIVE: WrittenFile = { path: `${BACKUP_PREFIX}*.tar.gz`, type: 'file', mode: 0o600, owner: ROOT_OWNER, life: 'kept' };
+const BACKUP_COPY: WrittenFile = { ...BACKUP_ARCHIVE, path: `${LAYOUT.backupDir}/openclaw-*.tar.gz` };
+/** `backup --every`'s timer and service (system units): a reset removes the schedule with the deployment. */
+export const SCHEDULE_SERVICE: WrittenFile = { path: LAYOUT.backupServiceFile, type: 'file', mode: 0o644, check: 'sha256' };
+export const SCHEDULE_TIMER: WrittenFile = { path: LAYOUT.backupTimerFile, type: 'file', mode: 0o644, check: 'sha256' };
+/** The system's /tmp, made when missing (a bare sandbox), sticky and open to all as everywhere. */
+export const TMP_DIR: WrittenFolder = { path: '/tmp', type: 'folder', mode: 0o1777, life: 'shared' };
+export const BACKUP_WRITES = [TMP_DIR, BACKUP_DIR, BACKUP_ARCHIVE, BACKUP_COPY, SCHEDULE_SERVICE, SCHEDULE_TIMER] as const;
 
 export type ItemKind = 'file' | 'directory' | 'symlink';
 

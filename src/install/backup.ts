@@ -5,7 +5,7 @@ import { ROOT_OWNER, type Host } from '../host/index.js';
 import { integrityProblems } from '../host/sqlite.js';
 import { BACKUP_PREFIX, LAYOUT } from '../layout.js';
 import { extractDatabases, inspectArchive, openArchive, type Manifest } from './archive.js';
-import { BACKUP_ROOTS, installMode, relativePathProblem, symlinkProblem, type ItemKind } from './backup-set.js';
+import { BACKUP_ARCHIVE, BACKUP_DIR, BACKUP_ROOTS, TMP_DIR, installMode, relativePathProblem, symlinkProblem, type ItemKind } from './backup-set.js';
 import { isLeftover } from './leftovers.js';
 
 export { BACKUP_PATHS, BACKUP_ROOTS } from './backup-set.js';
@@ -143,13 +143,13 @@ export async function writeBackup(host: Host, options: BackupOptions = {}): Prom
   if (plan.items.length === 0) throw new DeployError('there is no deployment here to back up', 'nothing to back up');
   const now = host.now();
   const dir = options.dir;
-  if (dir) await host.files.ensureDir(dir, 0o700, ROOT_OWNER);
-  else await host.files.ensureDir(path.posix.dirname(BACKUP_PREFIX), 0o1777);
+  if (dir) await host.files.ensureDir(dir, BACKUP_DIR.mode!, ROOT_OWNER);
+  else await host.files.ensureDir(TMP_DIR.path, TMP_DIR.mode!);
   const temp = host.files.tempPathFor(backupName(now, 1, dir, options.label));
   // tar only when a backup is written: doctor reads this module for the backup names.
   const tar = await import('tar');
   try {
-    const out = await host.files.createNew(temp, { mode: 0o600, owner: ROOT_OWNER });
+    const out = await host.files.createNew(temp, { mode: BACKUP_ARCHIVE.mode, owner: ROOT_OWNER });
     try {
       const pack = tar.c(
         { gzip: true, cwd: host.paths.real('/'), portable: true, noDirRecurse: true, follow: false, strict: true, linkCache: new NoHardLinks() },
@@ -201,12 +201,12 @@ export async function keepBackupCopy(host: Host, archive: string): Promise<strin
   const dir = LAYOUT.backupDir;
   const info = await host.files.stat(dir);
   if (info && (!info.isDirectory || info.isSymlink)) throw new DeployError(`${dir} is not a folder`, 'move it aside and run again; nothing was removed');
-  await host.files.ensureDir(dir, 0o700, ROOT_OWNER);
+  await host.files.ensureDir(dir, BACKUP_DIR.mode!, ROOT_OWNER);
   const base = path.posix.basename(archive, '.tar.gz');
   for (let n = 1; n <= 1000; n++) {
     const copy = `${dir}/${base}${n > 1 ? `-${n}` : ''}.tar.gz`;
     try {
-      if (await host.files.copyNew(archive, copy, { mode: 0o600, owner: ROOT_OWNER })) return copy;
+      if (await host.files.copyNew(archive, copy, { mode: BACKUP_ARCHIVE.mode, owner: ROOT_OWNER })) return copy;
     } catch (error) {
       throw new DeployError(`could not copy the backup to ${dir}: ${(error as Error).message}`, `nothing was removed; the backup ${archive} is complete: check free space in ${dir} and run again`);
     }

@@ -6,8 +6,10 @@ import { LAYOUT } from '../layout.js';
 import { printLine } from '../output.js';
 import { planFile, writeDesired, type DesiredFile } from '../pipeline/files.js';
 import { forgetRecorded } from '../pipeline/manifest.js';
+import { desired } from '../pipeline/writes.js';
 import { renderTemplate } from '../render/template.js';
 import { BACKUP_FILE_NAME, backupName, planBackup, writeBackup, type WrittenBackup } from './backup.js';
+import { SCHEDULE_SERVICE, SCHEDULE_TIMER } from './backup-set.js';
 import { sweepLeftovers } from './leftovers.js';
 import { stopWriters } from './writers.js';
 
@@ -62,8 +64,8 @@ export function parseKeep(value: string | number): number {
 export function scheduleUnits(schedule: Schedule): DesiredFile[] {
   const values = { every: schedule.every, keep: schedule.keep };
   return [
-    { path: LAYOUT.backupServiceFile, content: renderTemplate('service-deploy-backup.service', { ...values, binary: LAYOUT.binary }), mode: 0o644 },
-    { path: LAYOUT.backupTimerFile, content: renderTemplate('service-deploy-backup.timer', values), mode: 0o644 },
+    desired(SCHEDULE_SERVICE, renderTemplate('service-deploy-backup.service', { ...values, binary: LAYOUT.binary })),
+    desired(SCHEDULE_TIMER, renderTemplate('service-deploy-backup.timer', values)),
   ];
 }
 

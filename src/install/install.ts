@@ -6,10 +6,12 @@ import { LAYOUT } from '../layout.js';
 import { printError, printLine } from '../output.js';
 import { emitJson, installOutput } from '../json/index.js';
 import { formatRecap, pipelineJson, planLines } from '../pipeline/report.js';
+import { openInstallLog } from '../pipeline/install-log.js';
 import { runPipeline, type PipelineOutcome } from '../pipeline/runner.js';
 import type { InstallOptions, Step } from '../pipeline/step.js';
 import { installSteps } from '../steps/index.js';
 import { preflightStep } from '../steps/preflight.js';
+import { dropUndeclaredEntries } from './footprint.js';
 import { sweepLeftovers } from './leftovers.js';
 import { pendingUpgrade } from './pending-upgrade.js';
 import { DEFAULT_LOCK_TIMEOUT_SECONDS, type InstallRequest } from './request.js';
@@ -17,9 +19,6 @@ import { nextSteps, pinChangeLines, type ChannelPinReport } from './summary.js';
 import { channelHandoff, channelPin } from '../ops/channel.js';
 
 export type { InstallRequest } from './request.js';
-
-/** install.log becomes install.log.1 at the start of a run once it is this big (one old copy kept). */
-export const INSTALL_LOG_ROTATE_BYTES = 2 * 1024 * 1024;
 
 export interface InstallRun {
   host: Host;
@@ -99,8 +98,8 @@ export async function installWithLock({ host: given, request, steps, lockHeld, q
   try {
     if (!check) {
       await sweepLeftovers(host);
-      await host.files.ensureDir(LAYOUT.logDir, 0o700);
-      host.log.attachFile(host.paths.real(LAYOUT.installLog), { rotateAtBytes: INSTALL_LOG_ROTATE_BYTES });
+      await openInstallLog(host);
+      await dropUndeclaredEntries(host);
       host.log.debug(`install started: customer ${answers.customerSlug}, model ${answers.modelId}, channel ${options.channelKept ? 'kept' : options.channel}`);
     }
     const started = Date.now();

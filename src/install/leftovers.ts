@@ -1,6 +1,15 @@
 import type { Host } from '../host/index.js';
 import { isTempName, type LegacyTemp } from '../host/temp.js';
-import { BACKUP_PREFIX, LAYOUT, TEMP_DIRS } from '../layout.js';
+import { BACKUP_PREFIX, LAYOUT } from '../layout.js';
+import { tempDirs } from '../pipeline/writes.js';
+import { FOOTPRINT } from './footprint.js';
+
+/**
+ * Every folder where service-deploy makes temp files (always next to their target,
+ * host/temp.ts), derived from what its writers declare: what install, restore, reset and
+ * `doctor --fix` sweep at their start.
+ */
+export const TEMP_DIRS: readonly string[] = tempDirs(FOOTPRINT);
 
 /** Temp names of earlier versions, each only in the folder it was used in. */
 export const LEGACY_TEMPS: readonly LegacyTemp[] = [

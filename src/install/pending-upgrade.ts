@@ -1,14 +1,24 @@
 import { loadComponents } from '../components.js';
 import type { Host } from '../host/index.js';
 import { LAYOUT } from '../layout.js';
+import type { Written, WrittenFile } from '../pipeline/writes.js';
 import { GLOBAL_MODULES, installedPackageVersion } from '../runtime/openclaw.js';
 import { nodeVersionIn, stampedNodeVersion } from '../steps/node-runtime.js';
 
 /**
  * Whether a run is an upgrade, asked on every install before anything else: kept apart
  * from upgrade.ts so that a run that is not one (a re-run, a first install) loads none
- * of the upgrade's code (backups, archives, staging; tar and zlib).
+ * of the upgrade's code (backups, archives, staging; tar and zlib). What an upgrade
+ * writes is declared here for the same reason.
  */
+
+/** What the last upgrade did (versions, backup, outcome): status and rollback read it. */
+export const UPGRADE_RECORD: WrittenFile = { path: LAYOUT.upgradeRecord, type: 'file', mode: 0o600 };
+/** The new OpenClaw and Node staged beside the installed ones and renamed into place; the replaced ones kept whole for rollback. */
+export const UPGRADE_WRITES: readonly Written[] = [
+  UPGRADE_RECORD,
+  ...[LAYOUT.openclawNext, LAYOUT.openclawPrevious, LAYOUT.nodeNext, LAYOUT.nodePrevious].map((p): Written => ({ path: p, type: 'folder', staged: true })),
+];
 
 /** What an upgrade changes: OpenClaw from -> to (the same when only Node changes), and Node when its pin changed. */
 export interface UpgradeVersions {

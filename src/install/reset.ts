@@ -4,25 +4,19 @@ import { LAYOUT } from '../layout.js';
 import { printLine } from '../output.js';
 import { emitJson, resetOutput, resetPlanOutput } from '../json/index.js';
 import { removeChannelFirewall } from '../steps/channel-firewall.js';
-import { BACKUP_PATHS, backupName, keepBackupCopy, planBackup, writeBackup, type WrittenBackup } from './backup.js';
+import { resetRemoves } from '../pipeline/writes.js';
+import { backupName, keepBackupCopy, planBackup, writeBackup, type WrittenBackup } from './backup.js';
+import { FOOTPRINT } from './footprint.js';
 import { stopWriters } from './writers.js';
 import { sweepLeftovers } from './leftovers.js';
 import type { InstallRequest } from './request.js';
 
-/** Everything --reset-clean removes (the service-deploy binary stays, for `restore`). */
-export const RESET_REMOVES = [
-  ...BACKUP_PATHS,
-  '/opt/service-deploy',
-  LAYOUT.openclawWrapper,
-  '/etc/apt/sources.list.d/tailscale.list',
-  '/usr/share/keyrings/tailscale-archive-keyring.gpg',
-  LAYOUT.qmdCacheDir,
-  LAYOUT.qmdRefreshServiceFile,
-  LAYOUT.qmdRefreshTimerFile,
-  LAYOUT.qmdMcpServiceFile,
-  LAYOUT.backupServiceFile,
-  LAYOUT.backupTimerFile,
-];
+/**
+ * Everything --reset-clean removes: what a backup holds, then the rest of the deployment
+ * (what its writers declare `life: 'deployment'`). The server's setup stays (logs, the
+ * service-deploy binary, for `restore`).
+ */
+export const RESET_REMOVES: readonly string[] = resetRemoves(FOOTPRINT);
 
 /** The commands the reset runs after the backup, in words (for --check). */
 const RESET_COMMANDS = [

@@ -6,13 +6,14 @@ import { emitJson, uninstallOutput, uninstallPlanOutput } from '../json/index.js
 import { BACKUP_PREFIX, LAYOUT } from '../layout.js';
 import { printLine } from '../output.js';
 import { readManifest } from '../pipeline/manifest.js';
+import { removedIfEmpty, uninstallRemoves } from '../pipeline/writes.js';
 import { readAddedPackages } from '../pipeline/packages.js';
-import { CHROME_KEY, CHROME_SOURCES } from '../steps/browser.js';
+import { CHROME_SOURCES } from '../steps/browser.js';
 import { removeChannelFirewall } from '../steps/channel-firewall.js';
 import { DEFAULT_SITE_FILE, DEFAULT_SITE_LINK, defaultSite, nginxIsOurs } from '../steps/nginx-hardening.js';
 import { keepBackupCopy, planBackup, writeBackup } from './backup.js';
 import { sweepLeftovers } from './leftovers.js';
-import { RESET_REMOVES } from './reset.js';
+import { FOOTPRINT, MANAGED_PLACES } from './footprint.js';
 
 export interface UninstallRequest {
   yes?: boolean;
@@ -23,29 +24,20 @@ export interface UninstallRequest {
 }
 
 /**
- * Everything the install writes, folders whole: the reset's list (runtime, state,
+ * Everything service-deploy writes, folders whole: the reset's list (runtime, state,
  * units, site, TLS, cron, guard, /opt/service-deploy, the mesh apt source...) and what
- * a reset keeps (logs, the browser's apt source, the channel firewall's files, nginx's
- * sandbox drop-in, /run, the binary). Every path of the install manifest is added to it at run time.
+ * a reset keeps (its writers declare `life: 'server'`: logs, the browser's apt source,
+ * the channel firewall's files, nginx's sandbox drop-in, /run, the binary). Every path
+ * of the install manifest is added to it at run time.
  */
-export const UNINSTALL_REMOVES: readonly string[] = [
-  ...RESET_REMOVES,
-  LAYOUT.logDir,
-  '/etc/service-deploy',
-  LAYOUT.channelFirewallUnitFile,
-  LAYOUT.nginxHardeningDropIn,
-  CHROME_SOURCES,
-  CHROME_KEY,
-  LAYOUT.runDir,
-  LAYOUT.binary,
-];
+export const UNINSTALL_REMOVES: readonly string[] = uninstallRemoves(FOOTPRINT);
 
 /**
- * root's systemd user folders, which the install made for its units, and nginx's drop-in
- * folder (systemd's, shared with an operator's `systemctl edit nginx`): removed only when
- * empty afterwards.
+ * Folders the install made that others may use too (`life: 'if-empty'`): root's systemd
+ * user folders, nginx's drop-in folder (shared with an operator's `systemctl edit
+ * nginx`): removed only when empty afterwards.
  */
-const PARENTS_IF_EMPTY = [LAYOUT.userUnitDir, '/root/.config/systemd', LAYOUT.nginxDropInDir];
+const PARENTS_IF_EMPTY = removedIfEmpty(FOOTPRINT);
 
 /** Packages from the apt sources the install adds: ours even without a record. */
 const OWN_SOURCE_PACKAGES: Array<{ source: string; package: (c: ReturnType<typeof loadComponents>) => string }> = [
@@ -77,7 +69,7 @@ function covered(p: string, roots: readonly string[]): boolean {
 async function inventory(host: Host): Promise<Inventory> {
   const components = loadComponents(host.env);
   const roots = [...UNINSTALL_REMOVES];
-  const manifest = await readManifest(host);
+  const manifest = await readManifest(host, MANAGED_PLACES);
   for (const p of manifest.entries?.keys() ?? []) if (!covered(p, roots)) roots.push(p);
   const paths: string[] = [];
   for (const p of roots) if (await host.files.exists(p)) paths.push(p);

@@ -14,7 +14,7 @@ import { rollbackPoint, stageNode, switchNodeToPrevious, switchNodeToStaged } fr
 import { inspectArchive, openArchive, stageArchive, swapIntoPlace } from './archive.js';
 import { writeBackup, type WrittenBackup } from './backup.js';
 import { sweepLeftovers } from './leftovers.js';
-import type { UpgradeVersions } from './pending-upgrade.js';
+import { UPGRADE_RECORD, type UpgradeVersions } from './pending-upgrade.js';
 import type { PipelineOutcome } from '../pipeline/runner.js';
 import type { InstallRequest } from './request.js';
 
@@ -71,7 +71,7 @@ export async function readUpgradeRecord(host: Host): Promise<UpgradeRecord | und
 }
 
 async function writeRecord(host: Host, record: UpgradeRecord): Promise<void> {
-  await host.files.write(LAYOUT.upgradeRecord, `${JSON.stringify(record, null, 2)}\n`, { mode: 0o600 });
+  await host.files.write(UPGRADE_RECORD.path, `${JSON.stringify(record, null, 2)}\n`, { mode: UPGRADE_RECORD.mode });
 }
 
 /** An upgrade replaces the earlier upgrade's rollback point (its kept package and Node prefix). */

@@ -260,33 +260,7 @@ export const renderOutput = defineOutput({
 
 // ---- doctor, status, guard ------------------------------------------------------------
 
-const checkStatus = () => z.enum(['pass', 'warn', 'fail', 'skip', 'crashed']);
-const fixAction = () => z.enum(['files', 'runtime-config', 'cron', 'guard', 'nginx-site', 'nginx-restart', 'nginx-hardening', 'channel-limits', 'gateway-restart']);
-const checkReport = () => z.object({
-  id: z.string(),
-  title: z.string(),
-  status: checkStatus(),
-  message: z.string(),
-  fix: z.string().optional(),
-  commands: z.array(z.string()).optional(),
-  fixable: z.boolean(),
-  action: fixAction().optional(),
-  durationMs: z.number().int(),
-});
-
-export const doctorOutput = defineOutput({
-  name: 'doctor',
-  version: 1,
-  title: 'Doctor report',
-  printedBy: '`doctor --json`, `doctor --fix --json`, `doctor CHECK... --json`',
-  shape: () => ({
-    summary: z.object({ pass: z.number().int(), warn: z.number().int(), fail: z.number().int(), skip: z.number().int(), crashed: z.number().int() }),
-    checks: z.array(checkReport()),
-    fixes: z.array(z.object({ id: fixAction(), title: z.string(), ok: z.boolean(), error: z.string().optional() })).optional(),
-    before: z.array(checkReport()).optional(),
-    deployed: z.boolean().describe('false: nothing is deployed on this server, so no check ran (error.code not-deployed)'),
-  }),
-});
+// doctor's own report is defined in src/doctor/output.ts: its fix ids come from the fixes the checks declare.
 
 export const doctorChecksOutput = defineOutput({
   name: 'doctor-checks',
@@ -518,7 +492,6 @@ export const OUTPUTS: readonly JsonOutput[] = [
   uninstallOutput,
   uninstallPlanOutput,
   renderOutput,
-  doctorOutput,
   doctorChecksOutput,
   statusOutput,
   guardOutput,

@@ -3,15 +3,9 @@ import { ROOT_OWNER } from '../host/files.js';
 import type { Host } from '../host/index.js';
 import { recordFromDisk, recordWrittenFile, type EntryCheck } from './manifest.js';
 import type { Change } from './step.js';
+import type { DesiredFile, WrittenFile, WrittenFolder } from './writes.js';
 
-export interface DesiredFile {
-  path: string;
-  content: string;
-  mode: number;
-  owner?: Owner;
-  /** How doctor checks it later (default: its SHA-256; see pipeline/manifest.ts). */
-  check?: EntryCheck;
-}
+export type { DesiredFile } from './writes.js';
 
 /**
  * Compares a desired file with the machine. A change is content, mode or owner that
@@ -39,28 +33,39 @@ export async function planFile(host: Host, desired: DesiredFile): Promise<Change
 
 /** Writes a desired file atomically and records it in the install manifest. */
 export async function writeDesired(host: Host, desired: DesiredFile): Promise<void> {
-  await writeRecorded(host, desired.path, desired.content, desired);
+  await writeAndRecord(host, desired.path, desired.content, desired);
 }
 
 /**
  * Every file service-deploy writes goes through here (or writeDesired): the atomic
- * write, then its entry in the install manifest (type, owner, mode, SHA-256).
+ * write, then its entry in the install manifest (type, owner, mode, SHA-256). The
+ * declaration gives its path, mode, owner and how doctor checks it.
  */
-export async function writeRecorded(
-  host: Host,
-  p: string,
-  content: string | Uint8Array,
-  options: { mode: number; owner?: Owner; check?: EntryCheck },
-): Promise<void> {
+export async function writeRecorded(host: Host, file: WrittenFile, content: string | Uint8Array): Promise<void> {
+  await writeAndRecord(host, file.path, content, { mode: file.mode, owner: file.owner, check: file.check });
+}
+
+async function writeAndRecord(host: Host, p: string, content: string | Uint8Array, options: { mode: number; owner?: Owner; check?: EntryCheck }): Promise<void> {
   const owner = options.owner ?? ROOT_OWNER;
   await host.files.write(p, content, { mode: options.mode, owner });
   await recordWrittenFile(host, p, content, { mode: options.mode, owner, check: options.check });
 }
 
-/** Creates (or re-modes) a folder of ours and records it in the install manifest. */
-export async function ensureDirRecorded(host: Host, dir: string, mode: number, owner: Owner = ROOT_OWNER): Promise<void> {
-  await host.files.ensureDir(dir, mode, owner);
-  await recordFromDisk(host, { path: dir, options: { mode, owner } });
+/** Makes (or re-modes) a declared folder and records it in the install manifest. */
+export async function ensureDirRecorded(host: Host, folder: WrittenFolder): Promise<void> {
+  const owner = folder.owner ?? ROOT_OWNER;
+  await host.files.ensureDir(folder.path, modeOf(folder), owner);
+  await recordFromDisk(host, { path: folder.path, options: { mode: modeOf(folder), owner } });
+}
+
+/** Makes (or re-modes) a declared folder with its mode, without recording it. */
+export async function ensureFolder(host: Host, folder: WrittenFolder): Promise<void> {
+  await host.files.ensureDir(folder.path, modeOf(folder), folder.owner);
+}
+
+function modeOf(folder: WrittenFolder): number {
+  if (folder.mode === undefined) throw new Error(`${folder.path} declares no mode to make it with`);
+  return folder.mode;
 }
 
 export function octal(mode: number): string {

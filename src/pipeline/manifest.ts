@@ -5,6 +5,8 @@ import { ROOT_OWNER } from '../host/files.js';
 import type { Host } from '../host/index.js';
 import { Inspector, sha256Of, type PathInfo } from '../host/inspect.js';
 import { LAYOUT } from '../layout.js';
+import type { ProgramFiles } from '../runtime/openclaw.js';
+import { isInPlaces, type WrittenFile, type WrittenFolder } from './writes.js';
 
 /**
  * The install manifest (/var/lib/service-deploy/manifest.json, 0600): every file,
@@ -49,40 +51,23 @@ export interface ManifestEntry {
 }
 
 /**
- * Where a manifest entry may point: the places the install writes. A manifest is input
- * from disk, and `doctor --fix` chmods and chowns what it names, so an entry outside
- * these (or a setuid, setgid or world-writable mode) makes the manifest invalid.
+ * The state folder: the manifest's home, and the answers', the added packages', the
+ * stamps' (their writers declare them). Every backup holds it.
  */
-export const MANAGED_PLACES: readonly string[] = [
-  LAYOUT.stateDir,
-  LAYOUT.logDir,
-  LAYOUT.runtimeDir,
-  LAYOUT.userUnitDir,
-  '/etc/service-deploy',
-  LAYOUT.channelFirewallUnitFile,
-  LAYOUT.nginxSite,
-  LAYOUT.nginxHardeningDropIn,
-  LAYOUT.channelFirewallUnitFile,
-  LAYOUT.guardCron,
-  LAYOUT.guardScript,
-  LAYOUT.binary,
-  LAYOUT.openclawWrapper,
-  '/opt/service-deploy',
-  '/etc/apt/sources.list.d/tailscale.list',
-  '/etc/apt/sources.list.d/google-chrome.list',
-  '/usr/share/keyrings/tailscale-archive-keyring.gpg',
-  '/usr/share/keyrings/google-chrome.asc',
-  LAYOUT.backupServiceFile,
-  LAYOUT.backupTimerFile,
-];
+export const STATE_DIR: WrittenFolder = { path: LAYOUT.stateDir, type: 'folder', mode: 0o700, check: 'metadata', life: 'backup' };
+/** The manifest itself: not an entry of its own (doctor checks its mode and owner apart). */
+export const MANIFEST_FILE: WrittenFile = { path: LAYOUT.manifestFile, type: 'file', mode: 0o600 };
 
-export function isManagedPlace(p: string): boolean {
-  return path.posix.isAbsolute(p) && path.posix.normalize(p) === p && MANAGED_PLACES.some((place) => p === place || p.startsWith(`${place}/`));
+/** An absolute, normalized path: the shape every entry must have before its place is asked. */
+function isCleanAbsolute(p: string): boolean {
+  return path.posix.isAbsolute(p) && path.posix.normalize(p) === p;
 }
+
+const NOT_A_PLACE = 'not a place service-deploy writes';
 
 const MODE = /^0[0-7]{3,4}$/;
 const EntryShape = z.strictObject({
-  path: z.string().check(z.refine(isManagedPlace, 'not a place service-deploy writes')),
+  path: z.string().check(z.refine(isCleanAbsolute, NOT_A_PLACE)),
   type: z.enum(['file', 'symlink', 'directory']),
   uid: z.int().check(z.nonnegative()),
   gid: z.int().check(z.nonnegative()),
@@ -117,34 +102,46 @@ export interface ManifestRead {
 }
 
 /** The last manifest text parsed and what it gave: several steps and checks read the same file in one run. */
-let lastParsed: { text: string; read: ManifestRead } | undefined;
+let lastParsed: { text: string; read: ManifestRead; listed: string[] } | undefined;
 
-export async function readManifest(host: Host): Promise<ManifestRead> {
+/**
+ * The manifest as on disk. A manifest is input from disk, and `doctor --fix` chmods and
+ * chowns what it names and uninstall removes it: those readers pass `places`, the places
+ * service-deploy writes (derived from what its modules declare: install/footprint.ts),
+ * and an entry outside them (or a setuid, setgid or world-writable mode, anywhere) makes
+ * the manifest invalid. A writer recording what it wrote reads it without: it keeps
+ * what it does not know, and the install drops what is not ours (install/footprint.ts).
+ */
+export async function readManifest(host: Host, places?: readonly string[]): Promise<ManifestRead> {
   const text = await host.files.read(LAYOUT.manifestFile);
   if (text === undefined) return { missing: true, problem: `${LAYOUT.manifestFile} is missing` };
   // The same text parses to the same entries (their objects are never changed, only replaced in a copy of the map).
-  if (lastParsed?.text !== text) lastParsed = { text, read: parseManifest(text) };
-  const { read } = lastParsed;
-  return read.entries ? { ...read, entries: new Map(read.entries) } : read;
+  if (lastParsed?.text !== text) lastParsed = { text, ...parseManifest(text) };
+  const { read, listed } = lastParsed;
+  if (!read.entries) return read;
+  const outside = places ? listed.findIndex((p) => !isInPlaces(p, places)) : -1;
+  if (outside >= 0) return { problem: `${LAYOUT.manifestFile} is not a valid manifest: entries.${outside}.path (${listed[outside]}): ${NOT_A_PLACE}` };
+  return { ...read, entries: new Map(read.entries) };
 }
 
-function parseManifest(text: string): ManifestRead {
+/** The manifest's entries, and their paths in the file's order (a problem names an entry by its index). */
+function parseManifest(text: string): { read: ManifestRead; listed: string[] } {
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
   } catch (error) {
-    return { problem: `${LAYOUT.manifestFile} is not JSON: ${(error as Error).message}` };
+    return { read: { problem: `${LAYOUT.manifestFile} is not JSON: ${(error as Error).message}` }, listed: [] };
   }
   const result = ManifestJson.safeParse(parsed);
   if (!result.success) {
     const issue = result.error.issues[0]!;
     const where = issue.path.length ? issue.path.join('.') : '(top level)';
     const entryPath = issue.path[0] === 'entries' && typeof issue.path[1] === 'number' ? (parsed as { entries: Array<{ path?: unknown }> }).entries[issue.path[1]]?.path : undefined;
-    return { problem: `${LAYOUT.manifestFile} is not a valid manifest: ${where}${typeof entryPath === 'string' ? ` (${entryPath})` : ''}: ${issue.message}` };
+    return { read: { problem: `${LAYOUT.manifestFile} is not a valid manifest: ${where}${typeof entryPath === 'string' ? ` (${entryPath})` : ''}: ${issue.message}` }, listed: [] };
   }
   const entries = new Map<string, ManifestEntry>();
   for (const e of result.data.entries) entries.set(e.path, { ...e, mode: parseInt(e.mode, 8) });
-  return { entries };
+  return { read: { entries }, listed: result.data.entries.map((e) => e.path) };
 }
 
 export function manifestContent(entries: Iterable<ManifestEntry>): string {
@@ -197,8 +194,8 @@ class Recorder {
     const next = this.chain.then(async () => {
       const entries = await this.load();
       if (!change(entries)) return;
-      if (!(await this.host.files.exists(LAYOUT.stateDir))) await this.host.files.ensureDir(LAYOUT.stateDir, 0o700);
-      await this.host.files.write(LAYOUT.manifestFile, manifestContent(entries.values()), { mode: 0o600, owner: ROOT_OWNER });
+      if (!(await this.host.files.exists(STATE_DIR.path))) await this.host.files.ensureDir(STATE_DIR.path, STATE_DIR.mode!);
+      await this.host.files.write(MANIFEST_FILE.path, manifestContent(entries.values()), { mode: MANIFEST_FILE.mode, owner: ROOT_OWNER });
     });
     this.chain = next.catch(() => undefined);
     return next;
@@ -289,15 +286,16 @@ export async function recordFromDisk(host: Host, ...items: Array<string | { path
 
 /**
  * Records an installed program's files (see runtime/openclaw.ts ProgramFiles), and for
- * a link (npm links programs into bin/) the file it runs too.
+ * a link (npm links programs into bin/) the file it runs too, when that lies in the
+ * program's own folder.
  */
-export async function recordProgramFiles(host: Host, files: { required: readonly string[]; optional: readonly string[] }): Promise<void> {
+export async function recordProgramFiles(host: Host, files: ProgramFiles): Promise<void> {
   const inspector = new Inspector(host.paths);
   const paths = [...files.required, ...files.optional];
   for (const p of [...paths]) {
     const info = await inspector.info(p);
     const target = info?.type === 'symlink' ? path.posix.resolve(path.posix.dirname(p), info.target!) : undefined;
-    if (target && isManagedPlace(target) && !paths.includes(target)) paths.push(target);
+    if (target && target.startsWith(`${files.tree}/`) && !paths.includes(target)) paths.push(target);
   }
   await recordFromDisk(host, ...paths);
 }

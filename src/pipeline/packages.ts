@@ -1,7 +1,9 @@
 import * as z from '../zod.js';
 import type { Host } from '../host/index.js';
 import { LAYOUT } from '../layout.js';
-import { writeRecorded } from './files.js';
+import { ensureFolder, writeRecorded } from './files.js';
+import { STATE_DIR } from './manifest.js';
+import type { WrittenFile } from './writes.js';
 
 /**
  * The apt packages the install added to this server (LAYOUT.packagesFile): what dpkg
@@ -13,6 +15,8 @@ const PackagesJson = z.strictObject({
   comment: z.optional(z.string()),
   packages: z.array(z.string().check(z.regex(/^[a-z0-9][a-z0-9+.-]{0,127}$/, 'not a Debian package name'))),
 });
+
+export const PACKAGES_FILE: WrittenFile = { path: LAYOUT.packagesFile, type: 'file', mode: 0o600, check: 'sha256' };
 
 export interface PackagesRead {
   packages: string[];
@@ -39,6 +43,6 @@ export async function recordAddedPackages(host: Host, added: readonly string[]):
   const current = await readAddedPackages(host);
   const packages = [...new Set([...current.packages, ...added])].sort();
   const content = `${JSON.stringify({ comment: 'Written by service-deploy: the apt packages its install added; `service-deploy uninstall` purges these. Do not edit.', packages }, null, 2)}\n`;
-  if (!(await host.files.exists(LAYOUT.stateDir))) await host.files.ensureDir(LAYOUT.stateDir, 0o700);
-  await writeRecorded(host, LAYOUT.packagesFile, content, { mode: 0o600 });
+  if (!(await host.files.exists(STATE_DIR.path))) await ensureFolder(host, STATE_DIR);
+  await writeRecorded(host, PACKAGES_FILE, content);
 }

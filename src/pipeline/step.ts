@@ -3,6 +3,7 @@ import type { ServiceProfile } from '../profile.js';
 import type { Answers } from '../answers/index.js';
 import type { Components } from '../components.js';
 import type { Cidr } from '../channel/allow.js';
+import type { Written } from './writes.js';
 
 /** Something a step would change, shown by --check and --diff. */
 export interface Change {
@@ -11,6 +12,18 @@ export interface Change {
   /** Unified diff for file changes (secrets masked). */
   diff?: string;
 }
+
+/** What several steps touch that must not change under two of them at once: a step names the ones it takes in `needs`. */
+export const LOCKS = {
+  /** dpkg's lock: one apt-get at a time. */
+  apt: 'apt',
+  /** nginx's configuration and service: one change, `nginx -t` and reload at a time. */
+  nginx: 'nginx',
+  /** systemd's system units: unit files, daemon-reload, enable and restart. */
+  systemUnits: 'system-units',
+  /** root's user manager: our user units, daemon-reload, enable and restart. */
+  userUnits: 'user-units',
+} as const;
 
 /** Effects a change has on later steps (Ansible's handlers): the pipeline collects them. */
 export type Notify = 'gateway-restart' | 'gateway-reload-units' | 'nginx-reload' | 'qmd-restart';
@@ -56,6 +69,20 @@ export interface Plan {
 export interface Step {
   id: string;
   title: string;
+  /**
+   * What it writes (pipeline/writes.ts): its files and folders, each with its mode, how
+   * doctor checks it, whether doctor may write it again, and what a backup, a reset and
+   * uninstall do with it. Everything it writes must be here (test/pipeline/writes.test.ts).
+   */
+  writes?: readonly Written[];
+  /**
+   * What must be done before it runs (pipeline/needs.ts): the steps whose result it
+   * uses or whose notifications it acts on, by id (a skipped step counts as done), and
+   * the locks it takes (LOCKS), which no two steps hold at once. The runner runs the
+   * steps in their listed order; the declarations say what a runner that starts steps
+   * together must wait for.
+   */
+  needs?: readonly string[];
   /**
    * false when check() waits or polls (lock wait, health probe): it then runs only in
    * its turn. Other checks are read-only and start together (see runPipeline).

@@ -85,6 +85,8 @@ export const OPENCLAW_ENTRY = `${GLOBAL_MODULES}/openclaw/openclaw.mjs`;
  * the install (reinstall when one is missing or changed) and by doctor.
  */
 export interface ProgramFiles {
+  /** The folder the program is installed in (its npm prefix): a link among its files that points inside it is followed. */
+  tree: string;
   /** Must exist for the program to run. */
   required: string[];
   /** Recorded when present (a package may not ship them). */
@@ -92,18 +94,18 @@ export interface ProgramFiles {
 }
 
 export function openclawFiles(packageName = 'openclaw'): ProgramFiles {
-  return { required: [`${GLOBAL_MODULES}/${packageName}/package.json`, OPENCLAW_ENTRY, LAYOUT.openclawBin], optional: [] };
+  return { tree: LAYOUT.nodePrefix, required: [`${GLOBAL_MODULES}/${packageName}/package.json`, OPENCLAW_ENTRY, LAYOUT.openclawBin], optional: [] };
 }
 
 export function qmdFiles(packageName: string): ProgramFiles {
-  return { required: [`${LAYOUT.qmdPrefix}/node_modules/${packageName}/package.json`, LAYOUT.qmdBin], optional: [] };
+  return { tree: LAYOUT.qmdPrefix, required: [`${LAYOUT.qmdPrefix}/node_modules/${packageName}/package.json`, LAYOUT.qmdBin], optional: [] };
 }
 
 export function losslessClawFiles(packageName: string): ProgramFiles {
   const dir = `${PLUGIN_PREFIX}/node_modules/${packageName}`;
-  return { required: [`${dir}/package.json`], optional: [`${dir}/openclaw.plugin.json`] };
+  return { tree: PLUGIN_PREFIX, required: [`${dir}/package.json`], optional: [`${dir}/openclaw.plugin.json`] };
 }
 
 export function nodeFiles(): ProgramFiles {
-  return { required: [`${LAYOUT.nodePrefix}/bin/node`], optional: [] };
+  return { tree: LAYOUT.nodePrefix, required: [`${LAYOUT.nodePrefix}/bin/node`], optional: [] };
 }

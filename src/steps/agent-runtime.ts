@@ -3,15 +3,14 @@ import { LAYOUT } from '../layout.js';
 import { renderTemplate } from '../render/template.js';
 import { planFile, writeDesired, type DesiredFile } from '../pipeline/files.js';
 import { recordProgramFiles } from '../pipeline/manifest.js';
+import { desired, type WrittenFile } from '../pipeline/writes.js';
 import { installAfresh, packageState, type PackageState } from './package-files.js';
 import { GLOBAL_MODULES, OPENCLAW_ENTRY, installedPackageVersion, npm, openclawFiles } from '../runtime/openclaw.js';
 
+export const OPENCLAW_WRAPPER: WrittenFile = { path: LAYOUT.openclawWrapper, type: 'file', mode: 0o755, check: 'sha256', rewrite: { from: async () => openclawWrapper() } };
+
 export function openclawWrapper(): DesiredFile {
-  return {
-    path: LAYOUT.openclawWrapper,
-    content: renderTemplate('openclaw-wrapper.sh', { nodeBin: `${LAYOUT.nodePrefix}/bin`, openclawEntry: OPENCLAW_ENTRY, secretsEnv: LAYOUT.runtimeSecretsEnv }),
-    mode: 0o755,
-  };
+  return desired(OPENCLAW_WRAPPER, renderTemplate('openclaw-wrapper.sh', { nodeBin: `${LAYOUT.nodePrefix}/bin`, openclawEntry: OPENCLAW_ENTRY, secretsEnv: LAYOUT.runtimeSecretsEnv }));
 }
 
 /**
@@ -22,6 +21,8 @@ export function openclawWrapper(): DesiredFile {
 export const agentRuntimeStep: Step = {
   id: 'agent-runtime',
   title: 'Agent runtime (OpenClaw)',
+  needs: ['node-runtime'],
+  writes: [{ type: 'programs', path: LAYOUT.nodePrefix, files: (components) => openclawFiles(components.openclaw.package) }, OPENCLAW_WRAPPER],
   async check({ host, components }) {
     const want = components.openclaw.version;
     const have = await installedPackageVersion(host, GLOBAL_MODULES, components.openclaw.package);

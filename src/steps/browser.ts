@@ -1,11 +1,13 @@
 import type { Components } from '../components.js';
 import type { OsInfo } from '../host/os.js';
 import { osFamily, readOs } from '../host/os.js';
-import type { Step } from '../pipeline/step.js';
+import { LOCKS, type Step } from '../pipeline/step.js';
 import { aptInstall, missingPackages } from '../host/apt.js';
-import { writeRecorded } from '../pipeline/files.js';
+import { ensureFolder, writeRecorded } from '../pipeline/files.js';
 import { installedFilesProblem, recordFromDisk } from '../pipeline/manifest.js';
 import { recordAddedPackages } from '../pipeline/packages.js';
+import type { WrittenFile } from '../pipeline/writes.js';
+import { KEYRINGS_DIR } from './mesh-client.js';
 
 /**
  * A headless browser for the agent's browser tool. Ubuntu's chromium is a snap
@@ -27,10 +29,15 @@ function noBrowser(os: OsInfo): string {
 const CHROME_KEYRING = '/usr/share/keyrings/google-chrome.gpg';
 export const CHROME_SOURCES = '/etc/apt/sources.list.d/google-chrome.list';
 export const CHROME_KEY = CHROME_KEYRING.replace(/\.gpg$/, '.asc');
+/** Google's apt repository: a reset keeps it (the browser package stays), uninstall removes it. */
+const BROWSER_KEY: WrittenFile = { path: CHROME_KEY, type: 'file', mode: 0o644, check: 'sha256', life: 'server' };
+const BROWSER_SOURCES: WrittenFile = { path: CHROME_SOURCES, type: 'file', mode: 0o644, check: 'sha256', life: 'server' };
 
 export const browserStep: Step = {
   id: 'browser',
   title: 'Browser skill (headless browser)',
+  needs: ['preflight', 'package-lock', LOCKS.apt],
+  writes: [BROWSER_KEY, BROWSER_SOURCES],
   async skip({ host, components }) {
     const os = await readOs(host.files);
     const browser = browserFor(os, components);
@@ -59,17 +66,17 @@ export const browserStep: Step = {
     if (browser.aptRepoUrl) {
       ctx.progress('adding the browser apt repository');
       const partial = host.files.tempPathFor(CHROME_KEYRING);
-      await host.files.ensureDir('/usr/share/keyrings', 0o755);
+      await ensureFolder(host, KEYRINGS_DIR);
       try {
         // Google publishes an ASCII-armoured key; apt's signed-by accepts armoured keys in .asc files.
         await host.net.download(components.sources.browserKeyUrl, host.paths.real(partial), { caFile: components.sources.caFile });
-        await host.files.chmod(partial, 0o644);
+        await host.files.chmod(partial, BROWSER_KEY.mode);
         await host.files.rename(partial, CHROME_KEY);
       } finally {
         await host.files.remove(partial);
       }
-      await recordFromDisk(host, { path: CHROME_KEY, options: { mode: 0o644 } });
-      await writeRecorded(host, CHROME_SOURCES, `deb [arch=amd64 signed-by=${CHROME_KEY}] ${browser.aptRepoUrl} stable main\n`, { mode: 0o644 });
+      await recordFromDisk(host, { path: BROWSER_KEY.path, options: { mode: BROWSER_KEY.mode } });
+      await writeRecorded(host, BROWSER_SOURCES, `deb [arch=amd64 signed-by=${CHROME_KEY}] ${browser.aptRepoUrl} stable main\n`);
     }
     if ((plan.data as { install: boolean }).install) await recordAddedPackages(host, await aptInstall(host, [browser.package], options.lockTimeoutMs / 1000, ctx.progress));
   },

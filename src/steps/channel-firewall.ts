@@ -2,9 +2,11 @@ import { DEFAULT_LIMITS, FIREWALL_FAMILY, FIREWALL_TABLE, markerIn, renderFirewa
 import { DeployError } from '../errors.js';
 import type { Host } from '../host/index.js';
 import { CHANNEL_PORT, LAYOUT } from '../layout.js';
-import { planFile, writeDesired, type DesiredFile } from '../pipeline/files.js';
-import type { Change, InstallContext, Step } from '../pipeline/step.js';
-import { channelSecrets } from './channel.js';
+import { ensureFolder, planFile, writeDesired, type DesiredFile } from '../pipeline/files.js';
+import { STATE_DIR } from '../pipeline/manifest.js';
+import { LOCKS, type Change, type InstallContext, type Step } from '../pipeline/step.js';
+import { desired, type WrittenFile } from '../pipeline/writes.js';
+import { CONFIG_DIR, channelSecrets } from './channel.js';
 
 /**
  * Two steps for the channel port 18790 at the firewall (docs/channel-protocol.md
@@ -42,6 +44,14 @@ export async function nftUsable(host: Host): Promise<NftUsable> {
   return { ok: true, nft };
 }
 
+/** The limits outlive a reset (it tears them down itself: removeChannelFirewall); uninstall removes them. */
+const FIREWALL_RULES: WrittenFile = { path: LAYOUT.channelFirewallRules, type: 'file', mode: 0o644, check: 'sha256', life: 'server' };
+/** A new ruleset while `nft -c` checks it, removed right after. */
+const FIREWALL_CANDIDATE: WrittenFile = { path: `${LAYOUT.channelFirewallRules}.new`, type: 'file', mode: 0o644, life: 'server' };
+const FIREWALL_UNIT: WrittenFile = { path: LAYOUT.channelFirewallUnitFile, type: 'file', mode: 0o644, check: 'sha256', life: 'server' };
+/** What the install opened in ufw or firewalld (a reset closes exactly that). */
+const PORT_STATE: WrittenFile = { path: LAYOUT.channelPortState, type: 'file', mode: 0o600 };
+
 /** The ruleset file and the unit, as the install writes them. */
 export async function desiredFirewallFiles(ctx: InstallContext, nft: string): Promise<{ rules: DesiredFile; unit: DesiredFile }> {
   const { allow } = await channelSecrets(ctx);
@@ -50,8 +60,8 @@ export async function desiredFirewallFiles(ctx: InstallContext, nft: string): Pr
 
 export function firewallFiles(allow: Parameters<typeof renderFirewallRules>[0]['allow'], nft: string): { rules: DesiredFile; unit: DesiredFile } {
   return {
-    rules: { path: LAYOUT.channelFirewallRules, content: renderFirewallRules({ ...DEFAULT_LIMITS, port: CHANNEL_PORT, allow }, LAYOUT.channelFirewallUnit), mode: 0o644 },
-    unit: { path: LAYOUT.channelFirewallUnitFile, content: renderFirewallUnit({ nft, rules: LAYOUT.channelFirewallRules, port: CHANNEL_PORT }), mode: 0o644 },
+    rules: desired(FIREWALL_RULES, renderFirewallRules({ ...DEFAULT_LIMITS, port: CHANNEL_PORT, allow }, LAYOUT.channelFirewallUnit)),
+    unit: desired(FIREWALL_UNIT, renderFirewallUnit({ nft, rules: LAYOUT.channelFirewallRules, port: CHANNEL_PORT })),
   };
 }
 
@@ -81,6 +91,8 @@ interface LimitsPlan {
 export const channelLimitsStep: Step = {
   id: 'channel-limits',
   title: `Per-address connection limits on port ${CHANNEL_PORT} (nftables)`,
+  needs: ['system-packages', 'channel-env', LOCKS.systemUnits],
+  writes: [FIREWALL_RULES, FIREWALL_CANDIDATE, FIREWALL_UNIT],
   async skip(ctx) {
     if (!ctx.options.channel) return SKIP_REASON;
     const usable = await nftUsable(ctx.host);
@@ -111,9 +123,9 @@ export const channelLimitsStep: Step = {
     const data = plan.data as LimitsPlan;
     if (data.rules) {
       // nft checks the candidate (-c: parse and evaluate, change nothing) before it goes in place.
-      await host.files.ensureDir('/etc/service-deploy', 0o755);
-      const candidate = `${LAYOUT.channelFirewallRules}.new`;
-      await host.files.write(candidate, data.rulesContent, { mode: 0o644 });
+      await ensureFolder(host, CONFIG_DIR);
+      const candidate = FIREWALL_CANDIDATE.path;
+      await host.files.write(candidate, data.rulesContent, { mode: FIREWALL_CANDIDATE.mode });
       try {
         const checked = await host.exec.run('nft', ['-c', '-f', host.paths.real(candidate)], { allowFailure: true, timeoutMs: 30_000 });
         if (checked.exitCode !== 0) throw new DeployError(`nft refuses the channel's ruleset:\n${checked.stderr.trim()}`, 'report this with the output of `service-deploy render firewall`');
@@ -229,6 +241,8 @@ interface PortPlan {
 export const channelPortStep: Step = {
   id: 'channel-port',
   title: `Port ${CHANNEL_PORT}/tcp open in ufw/firewalld where active`,
+  needs: ['preflight'],
+  writes: [PORT_STATE],
   skip: (ctx) => (ctx.options.channel ? undefined : SKIP_REASON),
   async check({ host }) {
     const fw = await hostFirewalls(host);
@@ -252,8 +266,8 @@ export const channelPortStep: Step = {
     if (data.firewalldRuntime) await host.exec.run('firewall-cmd', [`--add-port=${CHANNEL_PORT}/tcp`], { timeoutMs: 60_000 });
     if (data.firewalldPermanent) await host.exec.run('firewall-cmd', ['--permanent', `--add-port=${CHANNEL_PORT}/tcp`], { timeoutMs: 60_000 });
     if (data.firewalldRuntime || data.firewalldPermanent) state.firewalld = true;
-    await host.files.ensureDir(LAYOUT.stateDir, 0o700);
-    await host.files.write(LAYOUT.channelPortState, `${JSON.stringify(state)}\n`, { mode: 0o600 });
+    await ensureFolder(host, STATE_DIR);
+    await host.files.write(PORT_STATE.path, `${JSON.stringify(state)}\n`, { mode: PORT_STATE.mode });
   },
   async verify({ host }) {
     const fw = await hostFirewalls(host);

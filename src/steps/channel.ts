@@ -2,17 +2,19 @@ import net from 'node:net';
 import os from 'node:os';
 import { formatAllowList, parseAllowList, type Cidr } from '../channel/allow.js';
 import { parseEnvFile } from '../channel/env-file.js';
-import { PRODUCTION_SITE, renderNginxSite } from '../channel/nginx.js';
+import { PRODUCTION_SITE, productionSiteFromEnv, renderNginxSite } from '../channel/nginx.js';
 import { SECRET_PATTERN, newSecret } from '../channel/protocol.js';
 import { TLS_KEY_BITS, TLS_VALID_DAYS, certProblem, sanExtension } from '../channel/tls.js';
 import { DeployError, UsageError } from '../errors.js';
 import type { Host } from '../host/index.js';
-import type { Change, InstallContext, Plan, Step } from '../pipeline/step.js';
+import { LOCKS, type Change, type InstallContext, type Plan, type Step } from '../pipeline/step.js';
 import { LAYOUT } from '../layout.js';
 import { readTemplate } from '../assets.js';
 import { meshStatus } from './mesh-client.js';
-import { ensureDirRecorded, planFile, writeDesired, writeRecorded, type DesiredFile } from '../pipeline/files.js';
+import { ensureDirRecorded, octal, planFile, writeDesired, writeRecorded, type DesiredFile } from '../pipeline/files.js';
 import { recordWrittenFile } from '../pipeline/manifest.js';
+import { desired, type WrittenFile, type WrittenFolder } from '../pipeline/writes.js';
+import { RUNTIME_DIR } from './runtime-config.js';
 
 /**
  * The channel endpoint (docs/channel-protocol.md), configured by the catalog deploy
@@ -104,14 +106,19 @@ export function channelEnvContent(secrets: Pick<ChannelSecrets, 'token' | 'knock
   ].join('\n');
 }
 
+/** The channel's secrets: root only; its own secrets come back from the install, never from doctor. */
+export const CHANNEL_ENV: WrittenFile = { path: LAYOUT.channelEnv, type: 'file', mode: 0o600, check: 'sha256' };
+
 async function desiredChannelEnv(ctx: InstallContext): Promise<DesiredFile> {
-  return { path: LAYOUT.channelEnv, content: channelEnvContent(await channelSecrets(ctx)), mode: 0o600 };
+  return desired(CHANNEL_ENV, channelEnvContent(await channelSecrets(ctx)));
 }
 
 export const channelEnvStep: Step = {
   id: 'channel-env',
   title: 'Channel secrets (channel.env)',
+  needs: ['preflight'],
   skip: skipUnlessChannel,
+  writes: [CHANNEL_ENV],
   async check(ctx) {
     const desired = await desiredChannelEnv(ctx);
     const change = await planFile(ctx.host, desired);
@@ -122,12 +129,12 @@ export const channelEnvStep: Step = {
     return { changes: [change], notify: ['gateway-restart'], data: desired };
   },
   async apply(ctx, plan) {
-    if (!(await ctx.host.files.exists(LAYOUT.runtimeDir))) await ensureDirRecorded(ctx.host, LAYOUT.runtimeDir, 0o700);
+    if (!(await ctx.host.files.exists(RUNTIME_DIR.path))) await ensureDirRecorded(ctx.host, RUNTIME_DIR);
     await writeDesired(ctx.host, plan.data as DesiredFile);
   },
   async verify(ctx) {
-    const info = await ctx.host.files.stat(LAYOUT.channelEnv);
-    if (info?.mode !== 0o600) throw new DeployError(`${LAYOUT.channelEnv} is not mode 0600 after writing it`);
+    const info = await ctx.host.files.stat(CHANNEL_ENV.path);
+    if (info?.mode !== CHANNEL_ENV.mode) throw new DeployError(`${CHANNEL_ENV.path} is not mode ${octal(CHANNEL_ENV.mode)} after writing it`);
   },
 };
 
@@ -144,17 +151,34 @@ export function channelDropInContent(): string {
   ].join('\n');
 }
 
+/** The gateway unit's drop-in folder: in every backup, with what is in it. */
+export const GATEWAY_DROP_IN_DIR: WrittenFolder = { path: LAYOUT.gatewayDropInDir, type: 'folder', mode: 0o755, check: 'metadata', life: 'backup' };
+export const CHANNEL_DROP_IN: WrittenFile = {
+  path: LAYOUT.channelDropIn,
+  type: 'file',
+  mode: 0o644,
+  check: 'sha256',
+  rewrite: { from: async () => channelDropInFile(), effect: 'units', channel: true },
+};
+
+/** The systemd drop-in that loads channel.env into the gateway (spec 2.6), as the install writes it. */
+export function channelDropInFile(): DesiredFile {
+  return desired(CHANNEL_DROP_IN, channelDropInContent());
+}
+
 export const channelDropInStep: Step = {
   id: 'channel-drop-in',
   title: 'Gateway drop-in loading channel.env (service-env.conf)',
+  needs: ['preflight'],
   skip: skipUnlessChannel,
+  writes: [GATEWAY_DROP_IN_DIR, CHANNEL_DROP_IN],
   async check({ host }) {
-    const desired: DesiredFile = { path: LAYOUT.channelDropIn, content: channelDropInContent(), mode: 0o644 };
-    const change = await planFile(host, desired);
-    return change ? { changes: [change], notify: ['gateway-reload-units', 'gateway-restart'], data: desired } : { changes: [] };
+    const file = channelDropInFile();
+    const change = await planFile(host, file);
+    return change ? { changes: [change], notify: ['gateway-reload-units', 'gateway-restart'], data: file } : { changes: [] };
   },
   async apply({ host }, plan) {
-    await ensureDirRecorded(host, LAYOUT.gatewayDropInDir, 0o755);
+    await ensureDirRecorded(host, GATEWAY_DROP_IN_DIR);
     await writeDesired(host, plan.data as DesiredFile);
   },
 };
@@ -171,25 +195,39 @@ export const PLUGIN_FILES: Record<string, string> = {
   'sessions.js': 'service-channel.sessions.js',
 };
 
-export function pluginFiles(): DesiredFile[] {
-  return Object.entries(PLUGIN_FILES).map(([name, template]) => ({
+const PLUGIN_DIR: WrittenFolder = { path: LAYOUT.channelPluginDir, type: 'folder', mode: 0o755, check: 'metadata' };
+/** The plugin's code: doctor writes a changed file again, and the gateway restarts to load it. */
+const PLUGIN_CODE: ReadonlyArray<{ file: WrittenFile; template: string }> = Object.entries(PLUGIN_FILES).map(([name, template]) => {
+  const file: WrittenFile = {
     path: `${LAYOUT.channelPluginDir}/${name}`,
-    content: readTemplate(template),
+    type: 'file',
     mode: 0o644,
-  }));
+    check: 'sha256',
+    rewrite: { from: async () => desired(file, readTemplate(template)), effect: 'gateway', channel: true },
+  };
+  return { file, template };
+});
+/** The plugin's replay memory (templates/service-channel.index.js: <state dir>/service-channel/nonces.json). */
+export const NONCE_STORE: WrittenFile = { path: `${LAYOUT.runtimeDir}/service-channel/nonces.json`, type: 'file', mode: 0o600, writtenBy: 'the service-channel plugin' };
+
+export function pluginFiles(): DesiredFile[] {
+  return PLUGIN_CODE.map(({ file, template }) => desired(file, readTemplate(template)));
 }
 
 export const channelPluginStep: Step = {
   id: 'channel-plugin',
   title: 'OpenClaw plugin service-channel',
+  // channel-env makes the runtime's folder root-only before anything goes into it.
+  needs: ['channel-env'],
   skip: skipUnlessChannel,
+  writes: [PLUGIN_DIR, ...PLUGIN_CODE.map((c) => c.file), NONCE_STORE],
   async check({ host }) {
     const files = pluginFiles();
     const changes = (await Promise.all(files.map((f) => planFile(host, f)))).filter((c): c is Change => c !== undefined);
     return changes.length === 0 ? { changes } : { changes, notify: ['gateway-restart'], data: files };
   },
   async apply({ host }, plan) {
-    await ensureDirRecorded(host, LAYOUT.channelPluginDir, 0o755);
+    await ensureDirRecorded(host, PLUGIN_DIR);
     for (const file of plan.data as DesiredFile[]) await writeDesired(host, file);
   },
 };
@@ -251,10 +289,19 @@ interface TlsPlan {
  */
 const plannedSans = new WeakMap<Host, string[]>();
 
+/** Our folder in /etc: the channel's certificate and its connection limits (steps/channel-firewall.ts). */
+export const CONFIG_DIR: WrittenFolder = { path: '/etc/service-deploy', type: 'folder', mode: 0o755, life: 'server' };
+const TLS_DIR: WrittenFolder = { path: LAYOUT.tlsDir, type: 'folder', mode: 0o755, check: 'metadata', life: 'backup' };
+/** The certificate and its key come back from the install (`install --channel`), never from doctor. */
+const TLS_KEY: WrittenFile = { path: LAYOUT.tlsKey, type: 'file', mode: 0o600, check: 'sha256' };
+const TLS_CERT: WrittenFile = { path: LAYOUT.tlsCert, type: 'file', mode: 0o644, check: 'sha256' };
+
 export const channelTlsStep: Step = {
   id: 'channel-tls',
   title: `Channel TLS certificate (self-signed RSA ${TLS_KEY_BITS}, 10 years)`,
+  needs: ['system-packages', 'mesh-client'],
   skip: skipUnlessChannel,
+  writes: [CONFIG_DIR, TLS_DIR, TLS_KEY, TLS_CERT],
   async check(ctx) {
     const { host } = ctx;
     const { named, all: sans } = await certificateNames(ctx);
@@ -264,8 +311,8 @@ export const channelTlsStep: Step = {
     // A first certificate has no pin anyone holds yet; replacing one changes the pin.
     if (problem) changes.push({ target: LAYOUT.tlsCert, summary: `new certificate: ${problem}${cert === undefined ? '' : `; ${PIN_CHANGE_NOTE}`}` });
     else {
-      const keyInfo = await host.files.stat(LAYOUT.tlsKey);
-      if (keyInfo?.mode !== 0o600) changes.push({ target: LAYOUT.tlsKey, summary: `${LAYOUT.tlsKey}: mode -> 0600` });
+      const keyInfo = await host.files.stat(TLS_KEY.path);
+      if (keyInfo?.mode !== TLS_KEY.mode) changes.push({ target: TLS_KEY.path, summary: `${TLS_KEY.path}: mode -> ${octal(TLS_KEY.mode)}` });
     }
     return changes.length === 0 ? { changes } : { changes, notify: ['nginx-reload'], data: { sans, named, regenerate: Boolean(problem) } };
   },
@@ -273,9 +320,9 @@ export const channelTlsStep: Step = {
     const { host } = ctx;
     const data = plan.data as TlsPlan & { regenerate: boolean };
     plannedSans.set(host, data.regenerate ? data.sans : data.named);
-    await ensureDirRecorded(host, LAYOUT.tlsDir, 0o755);
+    await ensureDirRecorded(host, TLS_DIR);
     if (!data.regenerate) {
-      await host.files.chmod(LAYOUT.tlsKey, 0o600);
+      await host.files.chmod(TLS_KEY.path, TLS_KEY.mode);
       return;
     }
     ctx.progress(`openssl: RSA ${TLS_KEY_BITS} key and certificate`);
@@ -292,8 +339,8 @@ export const channelTlsStep: Step = {
       const cert = await host.files.read(`${work}/channel.crt`);
       if (!key || !cert) throw new DeployError('openssl did not write the key and certificate');
       // Key first: a reader never sees a certificate whose key is not there yet.
-      await writeRecorded(host, LAYOUT.tlsKey, key, { mode: 0o600 });
-      await writeRecorded(host, LAYOUT.tlsCert, cert, { mode: 0o644 });
+      await writeRecorded(host, TLS_KEY, key);
+      await writeRecorded(host, TLS_CERT, cert);
     } finally {
       await host.files.remove(work);
     }
@@ -308,10 +355,35 @@ export const channelTlsStep: Step = {
 
 // ---------------------------------------------------------------- nginx
 
+/** Holds the knock and the edge secret: root-only (nginx's master process reads it as root). Doctor writes it again from channel.env. */
+export const NGINX_SITE: WrittenFile = {
+  path: LAYOUT.nginxSite,
+  type: 'file',
+  mode: 0o600,
+  check: 'sha256',
+  life: 'backup',
+  rewrite: {
+    from: async (ctx) => {
+      const site = siteFromEnv((await ctx.channelEnv()) ?? {});
+      return site === undefined ? undefined : desired(NGINX_SITE, site);
+    },
+    effect: 'nginx',
+    channel: true,
+  },
+};
+
 export async function desiredNginxSite(ctx: InstallContext): Promise<DesiredFile> {
   const { knock, edge, allow } = await channelSecrets(ctx);
-  // Holds the knock and the edge secret: root-only. nginx's master process reads it as root.
-  return { path: LAYOUT.nginxSite, content: renderNginxSite({ ...PRODUCTION_SITE, knock, edge, allow }), mode: 0o600 };
+  return desired(NGINX_SITE, renderNginxSite({ ...PRODUCTION_SITE, knock, edge, allow }));
+}
+
+/** The site the install writes for this channel.env, or undefined when channel.env cannot make one. */
+export function siteFromEnv(env: Record<string, string>): string | undefined {
+  try {
+    return productionSiteFromEnv(env);
+  } catch {
+    return undefined;
+  }
 }
 
 async function nginxTest(host: Host): Promise<{ ok: boolean; output: string }> {
@@ -331,7 +403,7 @@ async function reloadNginx(host: Host): Promise<void> {
  */
 async function restoreSite(host: Host, previous: { content?: string; mode?: number }): Promise<void> {
   if (previous.content === undefined) await host.files.remove(LAYOUT.nginxSite);
-  else await host.files.write(LAYOUT.nginxSite, previous.content, { mode: previous.mode ?? 0o600 });
+  else await host.files.write(NGINX_SITE.path, previous.content, { mode: previous.mode ?? NGINX_SITE.mode });
 }
 
 /**
@@ -342,7 +414,9 @@ async function restoreSite(host: Host, previous: { content?: string; mode?: numb
 export const nginxSiteStep: Step = {
   id: 'channel-nginx',
   title: 'nginx site for the channel endpoint (port 18790)',
+  needs: ['nginx-hardening', 'channel-env', 'channel-tls', LOCKS.nginx],
   skip: skipUnlessChannel,
+  writes: [NGINX_SITE],
   async check(ctx) {
     const desired = await desiredNginxSite(ctx);
     const change = await planFile(ctx.host, desired);

@@ -1,8 +1,9 @@
 import { DeployError } from '../errors.js';
-import type { Change, InstallContext, Step } from '../pipeline/step.js';
+import { LOCKS, type Change, type InstallContext, type Step } from '../pipeline/step.js';
 import { GATEWAY_PORT, LAYOUT } from '../layout.js';
 import { renderTemplate } from '../render/template.js';
-import { planFile, writeDesired, type DesiredFile } from '../pipeline/files.js';
+import { ensureFolder, planFile, writeDesired, type DesiredFile } from '../pipeline/files.js';
+import { desired, type Written, type WrittenFile, type WrittenFolder } from '../pipeline/writes.js';
 import { OPENCLAW_ENTRY } from '../runtime/openclaw.js';
 
 const UNIT = LAYOUT.gatewayUnit;
@@ -16,10 +17,17 @@ export const GATEWAY_MEMORY = { high: '65%', max: '75%' } as const;
 /** Root's cache folder (QMD's index): one of the two places the sandboxed gateway may write. */
 export const GATEWAY_CACHE_DIR = `${LAYOUT.runtimeHome}/.cache`;
 
+export const GATEWAY_UNIT: WrittenFile = { path: LAYOUT.gatewayUnitFile, type: 'file', mode: 0o644, check: 'sha256', life: 'backup', rewrite: { from: async () => gatewayUnitFile(), effect: 'units' } };
+/** Root's cache folder: root's too, made only where it is missing (the sandbox binds it). */
+const GATEWAY_CACHE: WrittenFolder = { path: GATEWAY_CACHE_DIR, type: 'folder', mode: 0o700, life: 'shared' };
+/** root's systemd user units: ours beside an operator's, so removed by uninstall only when empty. */
+export const USER_UNIT_FOLDERS: readonly Written[] = [
+  { path: LAYOUT.userUnitDir, type: 'folder', life: 'if-empty' },
+  { path: '/root/.config/systemd', type: 'folder', life: 'if-empty' },
+];
+
 export function gatewayUnitFile(): DesiredFile {
-  return {
-    path: LAYOUT.gatewayUnitFile,
-    content: renderTemplate('openclaw-gateway.service', {
+  return desired(GATEWAY_UNIT, renderTemplate('openclaw-gateway.service', {
       home: LAYOUT.runtimeHome,
       nodeBin: `${LAYOUT.nodePrefix}/bin`,
       openclawEntry: OPENCLAW_ENTRY,
@@ -35,8 +43,7 @@ export function gatewayUnitFile(): DesiredFile {
       memoryHigh: GATEWAY_MEMORY.high,
       memoryMax: GATEWAY_MEMORY.max,
     }),
-    mode: 0o644,
-  };
+  );
 }
 
 /**
@@ -89,6 +96,8 @@ interface GatewayPlan {
 export const gatewayServiceStep: Step = {
   id: 'gateway-service',
   title: 'Gateway user service',
+  needs: ['node-runtime', 'agent-runtime', 'context-engine', 'browser', 'channel-env', 'channel-plugin', 'channel-drop-in', 'runtime-secrets', 'runtime-config', LOCKS.userUnits],
+  writes: [...USER_UNIT_FOLDERS, GATEWAY_UNIT, GATEWAY_CACHE],
   async check(ctx: InstallContext) {
     const { host, notified } = ctx;
     // Independent questions, asked at once.
@@ -123,7 +132,7 @@ export const gatewayServiceStep: Step = {
   async apply({ host }, plan) {
     const todo = plan.data as GatewayPlan;
     if (todo.linger) await enableLinger(host);
-    if (todo.cacheDir) await host.files.ensureDir(GATEWAY_CACHE_DIR, 0o700);
+    if (todo.cacheDir) await ensureFolder(host, GATEWAY_CACHE);
     await waitForUserManager(host);
     if (todo.unit) await writeDesired(host, gatewayUnitFile());
     if (todo.reload) await host.services.daemonReload('user');

@@ -8,9 +8,28 @@ import { renderTemplate } from '../render/template.js';
 import { ROOT_OWNER } from '../host/files.js';
 import { planFile, writeDesired, type DesiredFile } from '../pipeline/files.js';
 import { recordWrittenFile } from '../pipeline/manifest.js';
+import { desired, type WrittenFile } from '../pipeline/writes.js';
+
+export const GUARD_SCRIPT: WrittenFile = { path: LAYOUT.guardScript, type: 'file', mode: 0o755, check: 'sha256', life: 'backup', rewrite: { from: async () => guardScript() } };
+export const GUARD_CRON: WrittenFile = {
+  path: LAYOUT.guardCron,
+  type: 'file',
+  // cron ignores files in cron.d that are group- or world-writable.
+  mode: 0o644,
+  check: 'sha256',
+  life: 'backup',
+  rewrite: {
+    from: async (ctx) => {
+      const answers = await ctx.answers();
+      return answers ? guardCron(answers.meshHostname) : undefined;
+    },
+  },
+};
+/** This binary, where the cron job runs it (install.sh puts it there too). */
+export const BINARY: WrittenFile = { path: LAYOUT.binary, type: 'file', mode: 0o755, check: 'sha256', life: 'server' };
 
 export function guardScript(): DesiredFile {
-  return { path: LAYOUT.guardScript, content: renderTemplate('service-guard.sh', { binary: LAYOUT.binary }), mode: 0o755 };
+  return desired(GUARD_SCRIPT, renderTemplate('service-guard.sh', { binary: LAYOUT.binary }));
 }
 
 /** Minute past the hour, spread per server so a fleet does not run guards in lockstep. */
@@ -19,12 +38,7 @@ export function guardMinute(seed: string): number {
 }
 
 export function guardCron(seed: string): DesiredFile {
-  return {
-    path: LAYOUT.guardCron,
-    content: renderTemplate('service-guard.cron', { minute: guardMinute(seed), guardScript: LAYOUT.guardScript }),
-    // cron ignores files in cron.d that are group- or world-writable.
-    mode: 0o644,
-  };
+  return desired(GUARD_CRON, renderTemplate('service-guard.cron', { minute: guardMinute(seed), guardScript: LAYOUT.guardScript }));
 }
 
 /**
@@ -35,6 +49,8 @@ export function guardCron(seed: string): DesiredFile {
 export const guardStep: Step = {
   id: 'guard',
   title: 'Gateway enforcer (guard script and hourly cron)',
+  needs: ['system-packages'],
+  writes: [GUARD_SCRIPT, GUARD_CRON, BINARY],
   async check({ host, answers }) {
     const changes: Change[] = [];
     for (const file of [guardScript(), guardCron(answers.meshHostname)]) {
@@ -69,10 +85,10 @@ interface GuardPlan {
  */
 export async function installSelf(host: Parameters<Step['check']>[0]['host']): Promise<void> {
   const bytes = await fs.readFile(process.execPath);
-  await host.files.write(LAYOUT.binary, bytes, { mode: 0o755, owner: ROOT_OWNER });
+  await host.files.write(BINARY.path, bytes, { mode: BINARY.mode, owner: ROOT_OWNER });
   const { atimeMs, mtimeMs } = await fs.stat(process.execPath);
-  await fs.utimes(host.paths.real(LAYOUT.binary), atimeMs / 1000, mtimeMs / 1000);
-  await recordWrittenFile(host, LAYOUT.binary, bytes, { mode: 0o755 });
+  await fs.utimes(host.paths.real(BINARY.path), atimeMs / 1000, mtimeMs / 1000);
+  await recordWrittenFile(host, BINARY.path, bytes, { mode: BINARY.mode });
 }
 
 async function selfBinaryChange(host: Parameters<Step['check']>[0]['host']): Promise<Change | undefined> {

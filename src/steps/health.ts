@@ -88,6 +88,7 @@ export async function waitForGateway(host: Host, options: GatewayWaitOptions = {
 export const healthStep: Step = {
   id: 'health',
   title: 'Health check (gateway /healthz)',
+  needs: ['gateway-service'],
   speculative: false,
   skip: ({ options }) => (options.check ? 'check mode: nothing was started' : undefined),
   async check(ctx) {

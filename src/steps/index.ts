@@ -1,4 +1,8 @@
+import { INSTALL_LOG, INSTALL_LOG_OLD, LOG_DIR } from '../pipeline/install-log.js';
+import { MANIFEST_FILE, STATE_DIR } from '../pipeline/manifest.js';
+import { PACKAGES_FILE } from '../pipeline/packages.js';
 import type { Step } from '../pipeline/step.js';
+import type { Written } from '../pipeline/writes.js';
 import { agentRuntimeStep } from './agent-runtime.js';
 import { answersStateStep } from './answers-state.js';
 import { browserStep } from './browser.js';
@@ -21,9 +25,12 @@ import { runtimeConfigStep } from './runtime-config.js';
 import { runtimeSecretsStep } from './runtime-secrets.js';
 import { systemPackagesStep } from './system-packages.js';
 
+/** What the pipeline itself writes around the steps: the state folder, the manifest, the added packages' record, the install log. */
+const PIPELINE_WRITES: readonly Written[] = [STATE_DIR, MANIFEST_FILE, PACKAGES_FILE, LOG_DIR, INSTALL_LOG, INSTALL_LOG_OLD];
+
 /** The install pipeline, in order. Each step builds on the ones before it. */
 export function installSteps(): Step[] {
-  return [
+  const steps: Step[] = [
     preflightStep,
     packageLockStep,
     systemPackagesStep,
@@ -46,7 +53,16 @@ export function installSteps(): Step[] {
     memoryIndexStep,
     memoryServiceStep,
     guardStep,
-    manifestStep,
-    healthStep,
   ];
+  // Then the manifest records what they declare and is not recorded yet; the health check last.
+  return [...steps, manifestStep(writesOf(steps), steps.map((s) => s.id)), healthStep];
+}
+
+/** What the install writes: the pipeline's own files, then each step's, in order (pipeline/writes.ts). */
+export function installWrites(steps: readonly Step[] = installSteps()): Written[] {
+  return writesOf(steps);
+}
+
+function writesOf(steps: readonly Step[]): Written[] {
+  return [...PIPELINE_WRITES, ...steps.flatMap((s) => s.writes ?? [])];
 }

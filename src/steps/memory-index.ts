@@ -1,9 +1,10 @@
 import { DeployError } from '../errors.js';
 import type { Host } from '../host/index.js';
-import type { Change, Step } from '../pipeline/step.js';
+import { LOCKS, type Change, type Step } from '../pipeline/step.js';
 import { LAYOUT } from '../layout.js';
 import { renderTemplate } from '../render/template.js';
-import { planFile, writeDesired, type DesiredFile } from '../pipeline/files.js';
+import { ensureFolder, planFile, writeDesired, type DesiredFile } from '../pipeline/files.js';
+import { desired, type WrittenFile, type WrittenFolder } from '../pipeline/writes.js';
 import { runtimeEnv } from '../runtime/openclaw.js';
 
 /**
@@ -17,30 +18,37 @@ export const MEMORY_COLLECTION = 'memory';
 export const MEMORY_PATTERN = 'MEMORY.md,memory/*.md';
 export const REFRESH_PERIOD_MINUTES = 15;
 
+const REFRESH_SCRIPT: WrittenFile = { path: LAYOUT.qmdRefreshScript, type: 'file', mode: 0o755, check: 'sha256' };
+const REFRESH_SERVICE: WrittenFile = { path: LAYOUT.qmdRefreshServiceFile, type: 'file', mode: 0o644, check: 'sha256' };
+const REFRESH_TIMER: WrittenFile = { path: LAYOUT.qmdRefreshTimerFile, type: 'file', mode: 0o644, check: 'sha256' };
+/** The agent's memory files' folders (OpenClaw fills them; QMD needs them to exist). */
+const MEMORY_FOLDERS: WrittenFolder[] = [LAYOUT.workspaceDir, `${LAYOUT.workspaceDir}/memory`].map((p) => ({ path: p, type: 'folder', mode: 0o700 }));
+/** QMD's index (its cache folder, private) and its collection config: the index is in every backup. */
+const QMD_CACHE_DIR: WrittenFolder = { path: LAYOUT.qmdCacheDir, type: 'folder', mode: 0o700 };
+const QMD_CONFIG_DIR: WrittenFolder = { path: LAYOUT.qmdConfigDir, type: 'folder', mode: 0o700, life: 'backup' };
+const QMD_INDEX: WrittenFile = { path: LAYOUT.qmdIndex, type: 'file', mode: 0o600, life: 'backup', writtenBy: 'QMD' };
+/** When the index was last refreshed (a missing stamp makes the install refresh it). */
+const REFRESH_STAMP: WrittenFile = { path: LAYOUT.qmdRefreshStamp, type: 'file', mode: 0o600 };
+
 export function refreshScript(): DesiredFile {
-  return {
-    path: LAYOUT.qmdRefreshScript,
-    content: renderTemplate('qmd-refresh.sh', {
+  return desired(
+    REFRESH_SCRIPT,
+    renderTemplate('qmd-refresh.sh', {
       qmdBin: LAYOUT.qmdBin,
       modelsDir: LAYOUT.qmdModelsDir,
       cacheDir: LAYOUT.qmdCacheDir,
       configDir: LAYOUT.qmdConfigDir,
       stamp: LAYOUT.qmdRefreshStamp,
     }),
-    mode: 0o755,
-  };
+  );
 }
 
 export function refreshServiceUnit(): DesiredFile {
-  return {
-    path: LAYOUT.qmdRefreshServiceFile,
-    content: renderTemplate('qmd-refresh.service', { home: LAYOUT.runtimeHome, nodeBin: `${LAYOUT.nodePrefix}/bin`, script: LAYOUT.qmdRefreshScript }),
-    mode: 0o644,
-  };
+  return desired(REFRESH_SERVICE, renderTemplate('qmd-refresh.service', { home: LAYOUT.runtimeHome, nodeBin: `${LAYOUT.nodePrefix}/bin`, script: LAYOUT.qmdRefreshScript }));
 }
 
 export function refreshTimerUnit(): DesiredFile {
-  return { path: LAYOUT.qmdRefreshTimerFile, content: renderTemplate('qmd-refresh.timer', { periodMinutes: REFRESH_PERIOD_MINUTES }), mode: 0o644 };
+  return desired(REFRESH_TIMER, renderTemplate('qmd-refresh.timer', { periodMinutes: REFRESH_PERIOD_MINUTES }));
 }
 
 export interface QmdCollection {
@@ -117,6 +125,8 @@ function qmd(host: Host, args: string[]) {
 export const memoryIndexStep: Step = {
   id: 'memory-index',
   title: 'Memory index (QMD collection over the memory files, refresh timer)',
+  needs: ['memory', 'runtime-config', LOCKS.userUnits],
+  writes: [REFRESH_SCRIPT, REFRESH_SERVICE, REFRESH_TIMER, ...MEMORY_FOLDERS, QMD_CACHE_DIR, QMD_CONFIG_DIR, QMD_INDEX, REFRESH_STAMP],
   async check({ host }) {
     const changes: Change[] = [];
     const files = [refreshScript(), refreshServiceUnit(), refreshTimerUnit()];
@@ -156,12 +166,11 @@ export const memoryIndexStep: Step = {
   },
   async apply({ host, progress }, plan) {
     const todo = plan.data as IndexPlan;
-    // The memory files' folders (OpenClaw fills them; QMD needs the folder to exist).
-    for (const dir of [LAYOUT.workspaceDir, `${LAYOUT.workspaceDir}/memory`]) {
-      if (!(await host.files.exists(dir))) await host.files.ensureDir(dir, 0o700);
+    for (const folder of MEMORY_FOLDERS) {
+      if (!(await host.files.exists(folder.path))) await ensureFolder(host, folder);
     }
     // Private before QMD writes anything into them.
-    for (const dir of [LAYOUT.qmdCacheDir, LAYOUT.qmdConfigDir]) await host.files.ensureDir(dir, 0o700);
+    for (const folder of [QMD_CACHE_DIR, QMD_CONFIG_DIR]) await ensureFolder(host, folder);
     for (const file of todo.files) await writeDesired(host, file);
     if (todo.collection === 'replace') await qmd(host, ['collection', 'remove', MEMORY_COLLECTION]);
     if (todo.collection) {
@@ -171,7 +180,7 @@ export const memoryIndexStep: Step = {
     if (todo.refresh) {
       progress('qmd update');
       await qmd(host, ['update']);
-      await host.files.write(LAYOUT.qmdRefreshStamp, '', { mode: 0o600 });
+      await host.files.write(REFRESH_STAMP.path, '', { mode: REFRESH_STAMP.mode });
     }
     for (const open of await openModes(host)) {
       const info = await host.files.stat(open);

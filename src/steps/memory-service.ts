@@ -1,11 +1,12 @@
 import { DeployError } from '../errors.js';
 import type { Host } from '../host/index.js';
 import type { Components } from '../components.js';
-import type { Change, Step } from '../pipeline/step.js';
+import { LOCKS, type Change, type Step } from '../pipeline/step.js';
 import { LAYOUT, QMD_MCP_PORT } from '../layout.js';
 import { renderTemplate } from '../render/template.js';
 import { planFile, writeDesired, type DesiredFile } from '../pipeline/files.js';
 import { waitProgress } from '../pipeline/progress.js';
+import { desired, type WrittenFile } from '../pipeline/writes.js';
 
 // QMD as ONE resident MCP server (issue 26 item 1). OpenClaw keeps an MCP runtime per
 // session; with QMD as a stdio server every portal session started a `qmd mcp` process
@@ -26,10 +27,12 @@ export function qmdEntry(components: Components): string {
   return `${LAYOUT.qmdPrefix}/node_modules/${components.qmd.package}/dist/cli/qmd.js`;
 }
 
+const QMD_MCP_UNIT: WrittenFile = { path: LAYOUT.qmdMcpServiceFile, type: 'file', mode: 0o644, check: 'sha256' };
+
 export function qmdMcpUnitFile(components: Components): DesiredFile {
-  return {
-    path: LAYOUT.qmdMcpServiceFile,
-    content: renderTemplate('qmd-mcp.service', {
+  return desired(
+    QMD_MCP_UNIT,
+    renderTemplate('qmd-mcp.service', {
       home: LAYOUT.runtimeHome,
       nodeBin: `${LAYOUT.nodePrefix}/bin`,
       qmdEntry: qmdEntry(components),
@@ -42,8 +45,7 @@ export function qmdMcpUnitFile(components: Components): DesiredFile {
       runDir: LAYOUT.runDir,
       gatewayUnit: LAYOUT.gatewayUnit,
     }),
-    mode: 0o644,
-  };
+  );
 }
 
 /** QMD's liveness endpoint (SERVICE_QMD_HEALTH_URL: for sandbox tests, which cannot own the port). */
@@ -76,6 +78,8 @@ interface ServicePlan {
 export const memoryServiceStep: Step = {
   id: 'memory-service',
   title: 'Memory search service (one resident QMD MCP server on loopback)',
+  needs: ['memory', 'memory-index', LOCKS.userUnits],
+  writes: [QMD_MCP_UNIT],
   async check({ host, components, notified }) {
     const unit = qmdMcpUnitFile(components);
     const [change, active, enabled] = await Promise.all([

@@ -1,15 +1,24 @@
 import { DeployError } from '../errors.js';
 import type { Host } from '../host/index.js';
 import { osFamily, readOs, type OsInfo } from '../host/os.js';
-import type { InstallContext, Step } from '../pipeline/step.js';
+import { LOCKS, type InstallContext, type Step } from '../pipeline/step.js';
 import { GATEWAY_PORT, LAYOUT } from '../layout.js';
 import { aptInstall } from '../host/apt.js';
-import { writeRecorded } from '../pipeline/files.js';
+import { ensureFolder, writeRecorded } from '../pipeline/files.js';
 import { installedFilesProblem, recordFromDisk } from '../pipeline/manifest.js';
 import { recordAddedPackages } from '../pipeline/packages.js';
+import type { WrittenFile, WrittenFolder } from '../pipeline/writes.js';
 
 export const KEYRING = '/usr/share/keyrings/tailscale-archive-keyring.gpg';
 export const SOURCES = '/etc/apt/sources.list.d/tailscale.list';
+/** apt's folder of repository keys: made when missing (a minimal image), apt's and others' too. */
+export const KEYRINGS_DIR: WrittenFolder = { path: '/usr/share/keyrings', type: 'folder', mode: 0o755, life: 'shared' };
+/** The mesh client's apt repository: its signing key (downloaded) and source line. */
+const MESH_KEYRING: WrittenFile = { path: KEYRING, type: 'file', mode: 0o644, check: 'sha256' };
+const MESH_SOURCES: WrittenFile = { path: SOURCES, type: 'file', mode: 0o644, check: 'sha256' };
+/** The run folder: the install's and the guard's locks, and the mesh auth key while `tailscale up` runs (gone at reboot, never in a backup). */
+export const RUN_DIR: WrittenFolder = { path: LAYOUT.runDir, type: 'folder', mode: 0o700, life: 'server' };
+const MESH_AUTH_KEY: WrittenFile = { path: LAYOUT.meshAuthKeyFile, type: 'file', mode: 0o600, life: 'server' };
 export const SERVE_TARGET = `http://127.0.0.1:${GATEWAY_PORT}`;
 export const SERVE_HINT =
   'enable HTTPS certificates and Serve/Funnel for the mesh network in its admin console (DNS: HTTPS Certificates; access controls: the funnel node attribute), then run the install again';
@@ -90,6 +99,8 @@ interface MeshPlan {
 export const meshClientStep: Step = {
   id: 'mesh-client',
   title: 'Private mesh network client',
+  needs: ['preflight', 'package-lock', LOCKS.apt],
+  writes: [KEYRINGS_DIR, MESH_KEYRING, MESH_SOURCES, RUN_DIR, MESH_AUTH_KEY],
   async check({ host, answers }) {
     const [status, repoDamage] = await Promise.all([meshStatus(host), installedFilesProblem(host, [], [KEYRING, SOURCES])]);
     const plan: MeshPlan = {
@@ -135,10 +146,10 @@ export const meshClientStep: Step = {
 
 /** The key lives in a 0600 temp file in /run (never in a backup) only while `tailscale up` runs. */
 async function loginWithKeyFile(host: Host, key: string, hostname: string): Promise<void> {
-  await host.files.ensureDir(LAYOUT.runDir, 0o700);
-  const keyFile = host.files.tempPathFor(LAYOUT.meshAuthKeyFile);
+  await ensureFolder(host, RUN_DIR);
+  const keyFile = host.files.tempPathFor(MESH_AUTH_KEY.path);
   try {
-    await host.files.writeNew(keyFile, `${key}\n`, { mode: 0o600 });
+    await host.files.writeNew(keyFile, `${key}\n`, { mode: MESH_AUTH_KEY.mode });
     await host.exec.run('tailscale', ['up', `--auth-key=file:${host.paths.real(keyFile)}`, `--hostname=${hostname}`], { timeoutMs: 120_000 });
   } finally {
     await host.files.remove(keyFile);
@@ -162,16 +173,16 @@ async function addMeshRepository(ctx: InstallContext): Promise<void> {
   const { repo, codename } = meshRepoFor(await readOs(host.files), components.sources.meshAptUrl);
   ctx.progress('adding the mesh client apt repository');
   const partial = host.files.tempPathFor(KEYRING);
-  await host.files.ensureDir('/usr/share/keyrings', 0o755);
+  await ensureFolder(host, KEYRINGS_DIR);
   try {
     await host.net.download(`${repo}/${codename}.noarmor.gpg`, host.paths.real(partial), { caFile: components.sources.caFile });
-    await host.files.chmod(partial, 0o644);
+    await host.files.chmod(partial, MESH_KEYRING.mode);
     await host.files.rename(partial, KEYRING);
   } finally {
     await host.files.remove(partial);
   }
-  await recordFromDisk(host, { path: KEYRING, options: { mode: 0o644 } });
-  await writeRecorded(host, SOURCES, `deb [signed-by=${KEYRING}] ${repo} ${codename} main\n`, { mode: 0o644 });
+  await recordFromDisk(host, { path: MESH_KEYRING.path, options: { mode: MESH_KEYRING.mode } });
+  await writeRecorded(host, MESH_SOURCES, `deb [signed-by=${KEYRING}] ${repo} ${codename} main\n`);
 }
 
 async function installMeshClient(ctx: InstallContext): Promise<void> {

@@ -3,9 +3,10 @@ import { readTemplate } from '../assets.js';
 import { DeployError } from '../errors.js';
 import type { Host } from '../host/index.js';
 import { LAYOUT } from '../layout.js';
-import { planFile, writeDesired, type DesiredFile } from '../pipeline/files.js';
+import { ensureFolder, planFile, writeDesired, type DesiredFile } from '../pipeline/files.js';
 import { readAddedPackages } from '../pipeline/packages.js';
-import type { Change, Step } from '../pipeline/step.js';
+import { LOCKS, type Change, type Step } from '../pipeline/step.js';
+import { desired, type WrittenFile, type WrittenFolder } from '../pipeline/writes.js';
 
 /**
  * Issue 27 items 4-5: the nginx the install brought serves the channel endpoint and
@@ -21,8 +22,16 @@ export const DEFAULT_SITE_FILE = '/etc/nginx/sites-available/default';
 /** The package whose files are nginx's configuration (nginx.conf, the default site, the unit). */
 const NGINX_CONFIG_PACKAGE = 'nginx-common';
 
+/**
+ * nginx's drop-in folder is systemd's (an operator's `systemctl edit nginx` writes there
+ * too): made when missing, never recorded as ours; uninstall removes it only when empty.
+ */
+const NGINX_DROP_IN_DIR: WrittenFolder = { path: LAYOUT.nginxDropInDir, type: 'folder', mode: 0o755, life: 'if-empty' };
+/** The sandbox stays with the nginx it hardens: a reset keeps it, uninstall removes it. */
+const HARDENING_DROP_IN: WrittenFile = { path: LAYOUT.nginxHardeningDropIn, type: 'file', mode: 0o644, check: 'sha256', life: 'server' };
+
 export function nginxHardeningDropIn(): DesiredFile {
-  return { path: LAYOUT.nginxHardeningDropIn, content: readTemplate('nginx-hardening.conf'), mode: 0o644 };
+  return desired(HARDENING_DROP_IN, readTemplate('nginx-hardening.conf'));
 }
 
 /**
@@ -111,9 +120,7 @@ export async function planNginxHardening(host: Host): Promise<{ changes: Change[
 export async function applyNginxHardening(host: Host, plan: NginxHardeningPlan): Promise<void> {
   if (plan.disableDefaultSite) await host.files.remove(DEFAULT_SITE_LINK);
   if (plan.dropIn) {
-    // The folder is systemd's (an operator's `systemctl edit nginx` writes there too):
-    // made when missing, never recorded as ours; uninstall removes it only when empty.
-    if (!(await host.files.exists(LAYOUT.nginxDropInDir))) await host.files.ensureDir(LAYOUT.nginxDropInDir, 0o755);
+    if (!(await host.files.exists(NGINX_DROP_IN_DIR.path))) await ensureFolder(host, NGINX_DROP_IN_DIR);
     await writeDesired(host, plan.dropIn);
     await host.services.daemonReload('system');
   }
@@ -143,6 +150,8 @@ export async function applyNginxHardening(host: Host, plan: NginxHardeningPlan):
 export const nginxHardeningStep: Step = {
   id: 'nginx-hardening',
   title: 'nginx: no default site on port 80, a sandboxed unit',
+  needs: ['system-packages', LOCKS.nginx, LOCKS.systemUnits],
+  writes: [NGINX_DROP_IN_DIR, HARDENING_DROP_IN],
   async skip({ host }) {
     if (!(await nginxIsOurs(host))) return 'nginx was on this server before the install: its sites and unit are left as they are (doctor notes a default site on port 80)';
     return undefined;

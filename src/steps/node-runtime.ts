@@ -7,6 +7,7 @@ import { LAYOUT } from '../layout.js';
 import { writeRecorded } from '../pipeline/files.js';
 import { installedFilesProblem, recordProgramFiles } from '../pipeline/manifest.js';
 import { bytesProgress } from '../pipeline/progress.js';
+import type { WrittenFile, WrittenFolder } from '../pipeline/writes.js';
 import { nodeFiles } from '../runtime/openclaw.js';
 import type { Components } from '../components.js';
 import type { Host } from '../host/index.js';
@@ -18,6 +19,13 @@ function distArch(): string {
 
 type Ctx = Parameters<Step['check']>[0];
 const NODE_BIN = `${LAYOUT.nodePrefix}/bin/node`;
+
+/** Our programs' folder: the pinned Node and the runtime's packages, the upgrades' kept copies and their record. */
+export const PROGRAMS_DIR: WrittenFolder = { path: '/opt/service-deploy', type: 'folder' };
+/** Node's release tarball, unpacked beside the old prefix and swapped in. */
+export const NODE_PREFIX: WrittenFolder = { path: LAYOUT.nodePrefix, type: 'folder', mode: 0o755, staged: true };
+/** The installed Node's identity and the version it printed (see installedNode). */
+export const NODE_STAMP: WrittenFile = { path: LAYOUT.nodeStamp, type: 'file', mode: 0o600, check: 'sha256' };
 
 /** What `node --version` of the Node in `prefix` says (without the v), or undefined when it does not run. */
 export async function nodeVersionIn(host: Host, prefix: string): Promise<string | undefined> {
@@ -74,7 +82,7 @@ async function verifyAndStamp(ctx: Ctx, want: string): Promise<void> {
   const identity = fileIdentity(ctx.host.paths.real(NODE_BIN));
   const have = await nodeVersionIn(ctx.host, LAYOUT.nodePrefix);
   if (have !== want) throw new Error(`node --version says ${have ?? 'nothing'} after install`);
-  await writeRecorded(ctx.host, LAYOUT.nodeStamp, `${JSON.stringify({ identity, version: have })}\n`, { mode: 0o600 });
+  await writeRecorded(ctx.host, NODE_STAMP, `${JSON.stringify({ identity, version: have })}\n`);
 }
 
 /**
@@ -102,12 +110,12 @@ export async function downloadNode(host: Host, components: Components, work: str
   return tarball;
 }
 
-/** Unpacks a Node release tarball into the new folder `dest` (real path), 0755. */
+/** Unpacks a Node release tarball into the new folder `dest` (real path), with the node prefix's mode. */
 export async function unpackNode(tarball: string, dest: string): Promise<void> {
   await fs.mkdir(dest);
   const tar = await import('tar'); // only when Node is (re)installed: keeps it off every start
   await tar.x({ file: tarball, cwd: dest, strip: 1 });
-  await fs.chmod(dest, 0o755);
+  await fs.chmod(dest, NODE_PREFIX.mode!);
 }
 
 /**
@@ -121,6 +129,8 @@ export async function unpackNode(tarball: string, dest: string): Promise<void> {
 export const nodeRuntimeStep: Step = {
   id: 'node-runtime',
   title: 'Node.js for the agent runtime',
+  needs: ['preflight'],
+  writes: [PROGRAMS_DIR, NODE_PREFIX, { type: 'programs', path: LAYOUT.nodePrefix, files: () => nodeFiles() }, NODE_STAMP],
   async check(ctx) {
     const want = ctx.components.node.version;
     const { version: have, stamped } = await installedNode(ctx.host);

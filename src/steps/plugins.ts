@@ -1,7 +1,8 @@
 import type { Step } from '../pipeline/step.js';
 import { LAYOUT } from '../layout.js';
-import { ensureDirRecorded } from '../pipeline/files.js';
+import { ensureDirRecorded, ensureFolder } from '../pipeline/files.js';
 import { recordProgramFiles } from '../pipeline/manifest.js';
+import type { WrittenFile, WrittenFolder } from '../pipeline/writes.js';
 import { installAfresh, packageState, type PackageState } from './package-files.js';
 import { PLUGIN_PREFIX, installedPackageVersion, losslessClawFiles, npm, qmdFiles } from '../runtime/openclaw.js';
 
@@ -14,9 +15,15 @@ import { PLUGIN_PREFIX, installedPackageVersion, losslessClawFiles, npm, qmdFile
  * of the 856 MB; the CPU ones are named instead): npm ignores --omit for --global.
  * What it indexes and when: steps/memory-index.ts. docs/components.md has the details.
  */
+const QMD_PREFIX: WrittenFolder = { path: LAYOUT.qmdPrefix, type: 'folder', mode: 0o755 };
+/** The prefix's package.json: npm records what it installed there (not ours to check). */
+const QMD_MANIFEST: WrittenFile = { path: `${LAYOUT.qmdPrefix}/package.json`, type: 'file', mode: 0o644 };
+
 export const memoryStep: Step = {
   id: 'memory',
   title: 'Memory daemon (QMD, as an MCP server)',
+  needs: ['node-runtime'],
+  writes: [QMD_PREFIX, QMD_MANIFEST, { type: 'programs', path: LAYOUT.qmdPrefix, files: (components) => qmdFiles(components.qmd.package) }],
   async check({ host, components }) {
     const have = await installedPackageVersion(host, `${LAYOUT.qmdPrefix}/node_modules`, components.qmd.package);
     const state = await packageState(host, have, components.qmd.version, qmdFiles(components.qmd.package));
@@ -27,8 +34,8 @@ export const memoryStep: Step = {
   },
   async apply(ctx, plan) {
     const { host, components } = ctx;
-    await host.files.ensureDir(LAYOUT.qmdPrefix, 0o755);
-    await host.files.write(`${LAYOUT.qmdPrefix}/package.json`, qmdManifest(await host.files.read(`${LAYOUT.qmdPrefix}/package.json`)), { mode: 0o644 });
+    await ensureFolder(host, QMD_PREFIX);
+    await host.files.write(QMD_MANIFEST.path, qmdManifest(await host.files.read(QMD_MANIFEST.path)), { mode: QMD_MANIFEST.mode });
     const cpu = components.qmd.cpuBuild[process.arch === 'arm64' ? 'arm64' : 'x64'];
     const doing = `npm install ${components.sources.qmdSpec} (CPU build)`;
     ctx.progress(doing);
@@ -74,9 +81,15 @@ export function qmdManifest(existing: string | undefined): string {
  * and loaded through plugins.load.paths (runtime-config). `openclaw plugins install`
  * would rewrite openclaw.json behind our back; this way the config has one writer.
  */
+const PLUGINS_PREFIX: WrittenFolder = { path: PLUGIN_PREFIX, type: 'folder', mode: 0o755, check: 'metadata' };
+/** npm wants a package.json in the prefix, and adds the dependency to it itself (not ours to check). */
+const PLUGINS_MANIFEST: WrittenFile = { path: `${PLUGIN_PREFIX}/package.json`, type: 'file', mode: 0o644 };
+
 export const contextEngineStep: Step = {
   id: 'context-engine',
   title: 'Context engine (lossless-claw plugin)',
+  needs: ['node-runtime'],
+  writes: [PLUGINS_PREFIX, PLUGINS_MANIFEST, { type: 'programs', path: PLUGIN_PREFIX, files: (components) => losslessClawFiles(components.losslessClaw.package) }],
   async check({ host, components }) {
     const have = await installedPackageVersion(host, `${PLUGIN_PREFIX}/node_modules`, components.losslessClaw.package);
     const state = await packageState(host, have, components.losslessClaw.version, losslessClawFiles(components.losslessClaw.package));
@@ -86,10 +99,9 @@ export const contextEngineStep: Step = {
   },
   async apply(ctx, plan) {
     const { host, components } = ctx;
-    await ensureDirRecorded(host, PLUGIN_PREFIX, 0o755);
-    // npm wants a package.json in the prefix (and then adds the dependency to it itself).
-    if (!(await host.files.exists(`${PLUGIN_PREFIX}/package.json`))) {
-      await host.files.write(`${PLUGIN_PREFIX}/package.json`, '{ "name": "service-deploy-plugins", "private": true }\n', { mode: 0o644 });
+    await ensureDirRecorded(host, PLUGINS_PREFIX);
+    if (!(await host.files.exists(PLUGINS_MANIFEST.path))) {
+      await host.files.write(PLUGINS_MANIFEST.path, '{ "name": "service-deploy-plugins", "private": true }\n', { mode: PLUGINS_MANIFEST.mode });
     }
     const doing = `npm install ${components.sources.losslessClawSpec}`;
     ctx.progress(doing);

@@ -12,15 +12,18 @@ import {
   type RuntimeConfig,
 } from '../config/runtime-config.js';
 import { browserFor } from './browser.js';
-import { ensureDirRecorded, planFile, writeRecorded } from '../pipeline/files.js';
-import { recordFromDisk, type RecordOptions } from '../pipeline/manifest.js';
+import { ensureDirRecorded, octal, planFile, writeRecorded } from '../pipeline/files.js';
+import { recordFromDisk } from '../pipeline/manifest.js';
+import type { WrittenFile, WrittenFolder } from '../pipeline/writes.js';
 import { openclaw } from '../runtime/openclaw.js';
 
+/** OpenClaw's state folder (its home for the agent: config, sessions, workspace): root-only, in every backup. */
+export const RUNTIME_DIR: WrittenFolder = { path: LAYOUT.runtimeDir, type: 'folder', mode: 0o700, check: 'metadata', life: 'backup' };
 /**
- * openclaw.json in the install manifest: the runtime rewrites it itself, so doctor
- * checks the keys we own (the runtime-config check), not a hash.
+ * openclaw.json: the runtime rewrites it itself, so doctor checks the keys we own (the
+ * runtime-config check and its fix, which OpenClaw validates first), not a hash.
  */
-export const RUNTIME_CONFIG_RECORD: RecordOptions = { mode: 0o600, check: 'structure' };
+export const RUNTIME_CONFIG: WrittenFile = { path: LAYOUT.runtimeConfig, type: 'file', mode: 0o600, check: 'structure' };
 
 export async function readRuntimeConfig(host: Host): Promise<{ text?: string; config?: RuntimeConfig }> {
   const text = await host.files.read(LAYOUT.runtimeConfig);
@@ -56,7 +59,7 @@ export async function desiredFor(
 export async function validateCandidate(host: Host, content: string): Promise<void> {
   const candidate = host.files.tempPathFor(LAYOUT.runtimeConfig);
   try {
-    await host.files.writeNew(candidate, content, { mode: 0o600 });
+    await host.files.writeNew(candidate, content, { mode: RUNTIME_CONFIG.mode });
     const result = await openclaw(host, ['config', 'validate', '--json'], { configPath: candidate, allowFailure: true });
     if (result.exitCode !== 0) {
       let issues = result.stderr.trim() || result.stdout.trim();
@@ -81,6 +84,8 @@ export async function validateCandidate(host: Host, content: string): Promise<vo
 export const runtimeConfigStep: Step = {
   id: 'runtime-config',
   title: 'Runtime config (openclaw.json)',
+  needs: ['agent-runtime', 'context-engine', 'channel-plugin', 'runtime-secrets'],
+  writes: [RUNTIME_DIR, RUNTIME_CONFIG],
   async check(ctx) {
     const { host } = ctx;
     const { config } = await readRuntimeConfig(host);
@@ -88,21 +93,21 @@ export const runtimeConfigStep: Step = {
     const content = serializeRuntimeConfig(desired);
     const info = await host.files.stat(LAYOUT.runtimeConfig);
     const contentSame = config !== undefined && sameConfig(config, desired);
-    if (contentSame && info?.mode === 0o600) return { changes: [] };
+    if (contentSame && info?.mode === RUNTIME_CONFIG.mode) return { changes: [] };
     const change = contentSame
-      ? { target: LAYOUT.runtimeConfig, summary: `${LAYOUT.runtimeConfig}: mode -> 0600` }
-      : await planFile(host, { path: LAYOUT.runtimeConfig, content, mode: 0o600 });
+      ? { target: RUNTIME_CONFIG.path, summary: `${RUNTIME_CONFIG.path}: mode -> ${octal(RUNTIME_CONFIG.mode)}` }
+      : await planFile(host, { path: RUNTIME_CONFIG.path, content, mode: RUNTIME_CONFIG.mode });
     return { changes: change ? [change] : [], notify: contentSame ? [] : ['gateway-restart'], data: { content, contentSame } };
   },
   async apply({ host }, plan) {
     const { content, contentSame } = plan.data as { content: string; contentSame: boolean };
-    await ensureDirRecorded(host, LAYOUT.runtimeDir, 0o700);
+    await ensureDirRecorded(host, RUNTIME_DIR);
     if (contentSame) {
-      await host.files.chmod(LAYOUT.runtimeConfig, 0o600);
-      await recordFromDisk(host, { path: LAYOUT.runtimeConfig, options: RUNTIME_CONFIG_RECORD });
+      await host.files.chmod(RUNTIME_CONFIG.path, RUNTIME_CONFIG.mode);
+      await recordFromDisk(host, { path: RUNTIME_CONFIG.path, options: { mode: RUNTIME_CONFIG.mode, check: RUNTIME_CONFIG.check } });
       return;
     }
     await validateCandidate(host, content);
-    await writeRecorded(host, LAYOUT.runtimeConfig, content, RUNTIME_CONFIG_RECORD);
+    await writeRecorded(host, RUNTIME_CONFIG, content);
   },
 };

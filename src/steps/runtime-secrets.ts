@@ -3,8 +3,10 @@ import { MCP_TOKEN_ENV, SECRET_SOURCE_KEYS } from '../config/runtime-config.js';
 import { DeployError } from '../errors.js';
 import type { Host } from '../host/index.js';
 import { LAYOUT } from '../layout.js';
-import { octal, planFile, writeDesired, type DesiredFile } from '../pipeline/files.js';
+import { ensureFolder, octal, planFile, writeDesired, type DesiredFile } from '../pipeline/files.js';
+import { STATE_DIR } from '../pipeline/manifest.js';
 import type { Change, Step } from '../pipeline/step.js';
+import { desired, type WrittenFile, type WrittenFolder } from '../pipeline/writes.js';
 
 /**
  * The gateway's secret source (issue 20, docs/security.md): a root-only folder outside
@@ -21,6 +23,10 @@ import type { Change, Step } from '../pipeline/step.js';
  */
 export type RuntimeSecretAnswers = Pick<Answers, 'apiKey' | 'mcpToken'>;
 
+const SECRETS_DIR: WrittenFolder = { path: LAYOUT.runtimeSecretsDir, type: 'folder', mode: 0o700 };
+const SECRETS_FILE: WrittenFile = { path: LAYOUT.runtimeSecretsFile, type: 'file', mode: 0o600, check: 'sha256' };
+const SECRETS_ENV: WrittenFile = { path: LAYOUT.runtimeSecretsEnv, type: 'file', mode: 0o600, check: 'sha256' };
+
 export function runtimeSecretFiles(answers: RuntimeSecretAnswers): DesiredFile[] {
   const json = `${JSON.stringify({ [SECRET_SOURCE_KEYS.serviceApiKey]: answers.apiKey }, null, 2)}\n`;
   const env = [
@@ -28,10 +34,7 @@ export function runtimeSecretFiles(answers: RuntimeSecretAnswers): DesiredFile[]
     `${MCP_TOKEN_ENV}=${answers.mcpToken}`,
     '',
   ].join('\n');
-  return [
-    { path: LAYOUT.runtimeSecretsFile, content: json, mode: 0o600 },
-    { path: LAYOUT.runtimeSecretsEnv, content: env, mode: 0o600 },
-  ];
+  return [desired(SECRETS_FILE, json), desired(SECRETS_ENV, env)];
 }
 
 export interface RuntimeSecretsPlan {
@@ -48,8 +51,8 @@ export async function planRuntimeSecrets(host: Host, answers: RuntimeSecretAnswe
   host.redactor.add(answers.apiKey, answers.mcpToken);
   const dirInfo = await host.files.stat(LAYOUT.runtimeSecretsDir);
   const changes: Change[] = [];
-  const dirWrong = dirInfo === undefined || dirInfo.mode !== 0o700;
-  if (dirInfo !== undefined && dirInfo.mode !== 0o700) changes.push({ target: LAYOUT.runtimeSecretsDir, summary: `${LAYOUT.runtimeSecretsDir}: mode ${octal(dirInfo.mode)} -> 0700` });
+  const dirWrong = dirInfo === undefined || dirInfo.mode !== SECRETS_DIR.mode;
+  if (dirInfo !== undefined && dirWrong) changes.push({ target: SECRETS_DIR.path, summary: `${SECRETS_DIR.path}: mode ${octal(dirInfo.mode)} -> ${octal(SECRETS_DIR.mode!)}` });
   const files: DesiredFile[] = [];
   let restart = false;
   for (const desired of runtimeSecretFiles(answers)) {
@@ -64,28 +67,30 @@ export async function planRuntimeSecrets(host: Host, answers: RuntimeSecretAnswe
 }
 
 export async function applyRuntimeSecrets(host: Host, plan: RuntimeSecretsPlan): Promise<void> {
-  await host.files.ensureDir(LAYOUT.stateDir, 0o700);
-  await host.files.ensureDir(LAYOUT.runtimeSecretsDir, 0o700);
-  if (plan.dirMode) await host.files.chmod(LAYOUT.runtimeSecretsDir, 0o700);
+  await ensureFolder(host, STATE_DIR);
+  await ensureFolder(host, SECRETS_DIR);
+  if (plan.dirMode) await host.files.chmod(SECRETS_DIR.path, SECRETS_DIR.mode!);
   for (const file of plan.files) await writeDesired(host, file);
 }
 
 export const runtimeSecretsStep: Step = {
   id: 'runtime-secrets',
   title: "Gateway secret source (referenced by openclaw.json)",
+  needs: ['preflight'],
+  writes: [SECRETS_DIR, SECRETS_FILE, SECRETS_ENV],
   async check({ host, answers }) {
     const plan = await planRuntimeSecrets(host, answers);
     if (plan.changes.length === 0 && !plan.dirMode) return { changes: [] };
     // A new key or token reaches the gateway at its next start.
-    return { changes: plan.changes.length ? plan.changes : [{ target: LAYOUT.runtimeSecretsDir, summary: `create ${LAYOUT.runtimeSecretsDir} (0700)` }], notify: plan.restart ? ['gateway-restart'] : [], data: plan };
+    return { changes: plan.changes.length ? plan.changes : [{ target: SECRETS_DIR.path, summary: `create ${SECRETS_DIR.path} (${octal(SECRETS_DIR.mode!)})` }], notify: plan.restart ? ['gateway-restart'] : [], data: plan };
   },
   async apply({ host }, plan) {
     await applyRuntimeSecrets(host, plan.data as RuntimeSecretsPlan);
   },
   async verify({ host }) {
-    for (const path of [LAYOUT.runtimeSecretsFile, LAYOUT.runtimeSecretsEnv]) {
-      const info = await host.files.stat(path);
-      if (info?.mode !== 0o600) throw new DeployError(`${path} is not mode 0600 after writing it`);
+    for (const file of [SECRETS_FILE, SECRETS_ENV]) {
+      const info = await host.files.stat(file.path);
+      if (info?.mode !== file.mode) throw new DeployError(`${file.path} is not mode ${octal(file.mode)} after writing it`);
     }
   },
 };

@@ -1,10 +1,11 @@
-import type { Step } from '../pipeline/step.js';
+import { LOCKS, type Step } from '../pipeline/step.js';
 import { aptInstall, missingPackages } from '../host/apt.js';
 import { recordAddedPackages } from '../pipeline/packages.js';
 
 export const systemPackagesStep: Step = {
   id: 'system-packages',
   title: 'System packages',
+  needs: ['preflight', 'package-lock', LOCKS.apt],
   async check({ host, components }) {
     const missing = await missingPackages(host, components.systemPackages);
     return missing.length === 0 ? { changes: [] } : { changes: [{ target: 'apt', summary: `install ${missing.join(' ')}` }], data: missing };

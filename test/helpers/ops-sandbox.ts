@@ -1,27 +1,12 @@
-import { execa, execaSync } from 'execa';
+import { execa } from 'execa';
 import fs from 'node:fs';
 import path from 'node:path';
-import { PRODUCTION_SITE, renderNginxSite } from '../../src/channel/nginx.js';
-import { loadComponents } from '../../src/components.js';
-import { desiredRuntimeConfig, serializeRuntimeConfig } from '../../src/config/runtime-config.js';
-import { runtimeSecretFiles } from '../../src/steps/runtime-secrets.js';
 import { createHost, type Host } from '../../src/host/index.js';
 import { LAYOUT } from '../../src/layout.js';
-import { loadProfile } from '../../src/profile.js';
-import { recordFromDisk } from '../../src/pipeline/manifest.js';
-import { PLUGIN_PREFIX } from '../../src/runtime/openclaw.js';
-import { openclawWrapper } from '../../src/steps/agent-runtime.js';
-import { channelDropInContent, channelEnvContent, pluginFiles } from '../../src/steps/channel.js';
-import { managedPaths } from '../../src/steps/manifest.js';
-import { firewallFiles } from '../../src/steps/channel-firewall.js';
-import { gatewayUnitFile } from '../../src/steps/gateway-service.js';
-import { nginxHardeningDropIn } from '../../src/steps/nginx-hardening.js';
-import { guardCron, guardScript } from '../../src/steps/guard.js';
-import { qmdMcpUnitFile } from '../../src/steps/memory-service.js';
-import { SERVE_TARGET } from '../../src/steps/mesh-client.js';
+import { readManifest, restampRecorded } from '../../src/pipeline/manifest.js';
 import { REPO } from './binary.js';
-import { budget } from './budget.js';
-import { makeSandbox, SECRETS, type Sandbox } from './sandbox.js';
+import { budget, waitUntil } from './budget.js';
+import { FIRST_INSTALL, makeSandbox, SECRETS, serviceStandins, type Sandbox } from './sandbox.js';
 import { tempDir } from './tmp.js';
 
 export const OPS_ANSWERS = {
@@ -31,23 +16,11 @@ export const OPS_ANSWERS = {
   meshHostname: 'openclaw-acme-dental-gmbh',
   mcpToken: SECRETS.mcpToken,
 };
+/** The portal's channel secrets the healthy server was installed with (the edge secret is the install's own). */
 export const CHANNEL = {
   token: 'chan_tok_Zq8v3Xy7Lm2Np5Rs9Tu4Wv6Xy',
   knock: 'knock_Hj3Kl5Mn7Pq9Rs2Tu4Vw6Xy8Z',
-  edge: 'edge_Bc4Df6Gh8Jk2Lm4Np6Qr8St0V',
 };
-
-const STANDINS = path.join(REPO, 'test/helpers/standins');
-let tls: { cert: string; key: string } | undefined;
-
-/** One RSA 4096 self-signed certificate per test process (making one takes seconds). */
-export function testCertificate(): { cert: string; key: string } {
-  if (tls) return tls;
-  const dir = tempDir('sd-tls-');
-  execaSync('openssl', ['req', '-x509', '-newkey', 'rsa:4096', '-nodes', '-sha256', '-days', '3653', '-subj', '/CN=openclaw-acme', '-keyout', `${dir}/k`, '-out', `${dir}/c`]);
-  tls = { cert: fs.readFileSync(`${dir}/c`, 'utf8'), key: fs.readFileSync(`${dir}/k`, 'utf8') };
-  return tls;
-}
 
 export interface OpsSandbox extends Sandbox {
   host: Host;
@@ -59,104 +32,160 @@ export interface OpsSandbox extends Sandbox {
   run(args: string[], extraEnv?: Record<string, string>): ReturnType<typeof execa>;
 }
 
+interface Template {
+  root: string;
+  state: string;
+}
+
+/** Where a run keeps its healthy servers, and the service stand-ins they were installed against (their URLs are in them). */
+export interface HealthyServers {
+  dir: string;
+  mcpUrl: string;
+  aiGatewayUrl: string;
+}
+
+/** A run's folder and service stand-ins: test/global-setup.ts makes them for a test run, a script (the bench) for itself. */
+export async function startHealthyServers(): Promise<{ servers: HealthyServers; close(): Promise<void> }> {
+  const dir = tempDir('sd-healthy-');
+  const services = await serviceStandins();
+  return {
+    servers: { dir, mcpUrl: services.mcp.url, aiGatewayUrl: services.aiGateway.url },
+    close: async () => {
+      await services.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The test run's (test/global-setup.ts), unless given. */
+async function runServers(given: HealthyServers | undefined): Promise<HealthyServers> {
+  return given ?? (await import('vitest')).inject('healthyServers');
+}
+
+/** Bigger than this, a file of the template is linked into a copy, not copied (our 100 MB binary; no test changes it in place). */
+const LINK_ABOVE = 8 * 1024 * 1024;
+/** Stand-in state a copy starts without: what the template's own run left (calls, environments, its gateway process). */
+const FRESH_STATE = new Set(['calls.log', 'environ', 'user-openclaw-gateway.service.pid', 'user-openclaw-gateway.service.realpid']);
+
 /**
- * A deployed, healthy server in a sandbox, written directly (fast; the install's own
- * output is checked against doctor in one integration test): answers, runtime config,
- * Node + OpenClaw stand-ins at the pinned versions, the gateway unit, linger, the guard
- * script and cron, the channel (channel.env, drop-in, TLS, nginx site), the mesh up
- * and serving, listeners on 18789 (loopback) and 18790, a recent guard run in syslog,
- * and a real gateway process started with the drop-in's variables.
+ * The healthy server of this test run, with the channel or without: made by the
+ * install itself (`install --channel` with the stand-ins) the first time a test asks
+ * for it, in the run's folder (test/global-setup.ts), by whichever worker comes first
+ * (the others wait for it), then kept as it is for every copy.
  */
-export async function makeHealthySandbox(options: { channel?: boolean } = {}): Promise<OpsSandbox> {
-  const channel = options.channel ?? true;
+async function template(channel: boolean, servers: HealthyServers): Promise<Template> {
+  const { dir } = servers;
+  const done = path.join(dir, channel ? 'channel' : 'plain');
+  const failed = `${done}.failed`;
+  try {
+    fs.mkdirSync(`${done}.lock`);
+  } catch {
+    await waitUntil(`the healthy server ${done}`, () => fs.existsSync(done) || fs.existsSync(failed), { budgetMs: 600_000, intervalMs: 200 });
+    if (fs.existsSync(failed)) throw new Error(fs.readFileSync(failed, 'utf8'));
+    return { root: path.join(done, 'root'), state: path.join(done, 'state') };
+  }
+  try {
+    const built = await install(channel, servers);
+    const staging = `${done}.building`;
+    fs.mkdirSync(staging);
+    fs.renameSync(built.root, path.join(staging, 'root'));
+    fs.renameSync(built.state, path.join(staging, 'state'));
+    fs.renameSync(staging, done);
+    const made = { root: path.join(done, 'root'), state: path.join(done, 'state') };
+    relocate(built.root, made.root);
+    return made;
+  } catch (error) {
+    fs.writeFileSync(failed, String((error as Error).stack ?? error));
+    throw error;
+  }
+}
+
+/** The install on a fresh sandbox, against the run's service stand-ins; what a live server adds (listeners) set after. */
+async function install(channel: boolean, { mcpUrl, aiGatewayUrl }: HealthyServers): Promise<Template> {
   const sb = await makeSandbox();
+  try {
+    // A running nginx listens on the channel port (the stand-in systemctl then says so to ss).
+    fs.writeFileSync(path.join(sb.state, 'nginx-listens'), '');
+    const args = [...FIRST_INSTALL.args, '--model', OPS_ANSWERS.modelId, ...(channel ? ['--channel'] : [])];
+    const run = await sb.install(args, {
+      ...FIRST_INSTALL.env,
+      SERVICE_MCP_URL: mcpUrl,
+      SERVICE_AI_GATEWAY_URL: aiGatewayUrl,
+      SERVICE_CHANNEL_TOKEN: CHANNEL.token,
+      SERVICE_CHANNEL_KNOCK: CHANNEL.knock,
+    });
+    if (run.exitCode !== 0) throw new Error(`the healthy server's install failed (exit ${run.exitCode}):\n${String(run.stderr).slice(-3000)}`);
+    // The gateway listens on loopback (the stand-in gateway is a sleep: ss is told).
+    const ss = path.join(sb.state, 'ss-output');
+    const listeners = fs.existsSync(ss) ? fs.readFileSync(ss, 'utf8') : '';
+    fs.writeFileSync(ss, `LISTEN 0 511 127.0.0.1:18789 0.0.0.0:* users:(("openclaw-gatewa",pid=4242,fd=22))\n${listeners}`);
+    return { root: sb.root, state: sb.state };
+  } finally {
+    await sb.close();
+  }
+}
+
+/** QMD's collection names the workspace by its real path: the one of the root it is in now. */
+function relocate(from: string, to: string): void {
+  const collections = path.join(to, LAYOUT.qmdCollectionsFile);
+  fs.writeFileSync(collections, fs.readFileSync(collections, 'utf8').replaceAll(from, to));
+}
+
+/** Copies a template folder into `to`: files copied (big ones linked), links as they are, modes and times kept. */
+function copyTree(from: string, to: string, skip: (name: string) => boolean = () => false): void {
+  for (const entry of fs.readdirSync(from, { withFileTypes: true })) {
+    if (skip(entry.name)) continue;
+    const source = path.join(from, entry.name);
+    const target = path.join(to, entry.name);
+    const info = fs.lstatSync(source);
+    fs.rmSync(target, { recursive: true, force: true });
+    if (entry.isDirectory()) {
+      fs.mkdirSync(target);
+      copyTree(source, target);
+    } else if (entry.isSymbolicLink()) fs.symlinkSync(fs.readlinkSync(source), target);
+    else if (info.size > LINK_ABOVE) fs.linkSync(source, target);
+    else fs.copyFileSync(source, target);
+    if (!entry.isSymbolicLink()) {
+      fs.chmodSync(target, info.mode & 0o7777);
+      fs.utimesSync(target, info.atime, info.mtime);
+    }
+  }
+}
+
+/**
+ * A deployed, healthy server in a sandbox: a copy of the one the install made for this
+ * test run (see template), with stand-ins of its own: Node + OpenClaw at the pinned
+ * versions, the gateway unit and a real gateway process started with its drop-in's
+ * variables, the guard and its cron, the channel (channel.env, drop-in, TLS, nginx site,
+ * connection limits) unless `channel: false`, the mesh up and serving, QMD's index and
+ * services, listeners on 18789 (loopback) and 18790, and a recent guard run in syslog.
+ */
+export async function makeHealthySandbox(options: { channel?: boolean; servers?: HealthyServers } = {}): Promise<OpsSandbox> {
+  const servers = await runServers(options.servers);
+  const made = await template(options.channel ?? true, servers);
+  const { mcpUrl, aiGatewayUrl } = servers;
+  const sb = await makeSandbox();
+  copyTree(made.root, sb.root);
+  copyTree(made.state, sb.state, (name) => FRESH_STATE.has(name));
+  fs.mkdirSync(path.join(sb.state, 'environ'), { recursive: true });
+  relocate(made.root, sb.root);
+
   const baseEnv = sb.env;
-  const env = (extra: Record<string, string> = {}) => baseEnv({ SERVICE_HEALTH_TIMEOUT_MS: '2000', ...extra });
+  // The service URLs the install recorded (answers.json, openclaw.json): the run's stand-ins.
+  const env = (extra: Record<string, string> = {}) => baseEnv({ SERVICE_HEALTH_TIMEOUT_MS: '2000', SERVICE_MCP_URL: mcpUrl, SERVICE_AI_GATEWAY_URL: aiGatewayUrl, ...extra });
   const write = (p: string, content: string, mode = 0o644) => {
     const real = path.join(sb.root, p);
     fs.mkdirSync(path.dirname(real), { recursive: true });
     fs.writeFileSync(real, content);
     fs.chmodSync(real, mode);
   };
-  const profile = loadProfile(env());
-  const components = loadComponents(env());
-  write(LAYOUT.answersFile, `${JSON.stringify(OPS_ANSWERS, null, 2)}\n`, 0o600);
-  const config = desiredRuntimeConfig(undefined, { answers: OPS_ANSWERS, profile, components, channel, browserExecutable: components.browser.ubuntu.executable });
-  write(LAYOUT.runtimeConfig, serializeRuntimeConfig(config), 0o600);
-  for (const file of runtimeSecretFiles(OPS_ANSWERS)) write(file.path, file.content, file.mode);
-  fs.chmodSync(path.join(sb.root, LAYOUT.runtimeSecretsDir), 0o700);
-  for (const f of ['node', 'openclaw', '_lib.sh']) write(`${LAYOUT.nodePrefix}/bin/${f}`, fs.readFileSync(path.join(STANDINS, f), 'utf8'), 0o755);
-  // The install's stamp of the Node binary it ran and verified (steps/node-runtime.ts).
-  const nodeStat = fs.statSync(path.join(sb.root, LAYOUT.nodePrefix, 'bin/node'), { bigint: true });
-  write(LAYOUT.nodeStamp, JSON.stringify({ identity: [nodeStat.dev, nodeStat.ino, nodeStat.size, nodeStat.mtimeNs, nodeStat.ctimeNs].join(':'), version: components.node.version }), 0o600);
-  write(`${LAYOUT.nodePrefix}/lib/node_modules/openclaw/package.json`, JSON.stringify({ name: 'openclaw', version: components.openclaw.version }));
-  write(`${LAYOUT.nodePrefix}/lib/node_modules/openclaw/openclaw.mjs`, '');
-  write(`${LAYOUT.qmdPrefix}/node_modules/${components.qmd.package}/package.json`, JSON.stringify({ name: components.qmd.package, version: components.qmd.version }));
-  write(LAYOUT.qmdBin, '#!/bin/sh\nexit 0\n', 0o755);
-  write(`${PLUGIN_PREFIX}/node_modules/${components.losslessClaw.package}/package.json`, JSON.stringify({ name: components.losslessClaw.package, version: components.losslessClaw.version }));
-  write(openclawWrapper().path, openclawWrapper().content, openclawWrapper().mode);
-  const unit = gatewayUnitFile();
-  write(unit.path, unit.content, unit.mode);
-  write(LAYOUT.lingerFile, '');
-  for (const file of [guardScript(), guardCron(OPS_ANSWERS.meshHostname)]) write(file.path, file.content, file.mode);
-  write(LAYOUT.binary, '#!/bin/sh\n', 0o755);
-  // The packages the install added (a fresh server): nginx among them, so the nginx is
-  // the install's, sandboxed (steps/nginx-hardening.ts), Debian's default site not enabled.
-  write(LAYOUT.packagesFile, `${JSON.stringify({ packages: [...components.systemPackages].sort() }, null, 2)}\n`, 0o600);
-  write(nginxHardeningDropIn().path, nginxHardeningDropIn().content, nginxHardeningDropIn().mode);
-  if (channel) {
-    write(LAYOUT.channelEnv, channelEnvContent({ ...CHANNEL, hostname: OPS_ANSWERS.meshHostname }), 0o600);
-    write(LAYOUT.channelDropIn, channelDropInContent(), 0o644);
-    const { cert, key } = testCertificate();
-    write(LAYOUT.tlsCert, cert, 0o644);
-    write(LAYOUT.tlsKey, key, 0o600);
-    write(LAYOUT.nginxSite, renderNginxSite({ ...PRODUCTION_SITE, knock: CHANNEL.knock, edge: CHANNEL.edge, allow: [] }), 0o600);
-    // The connection limits: files, the table "loaded" in the nft stand-in, the unit enabled and active.
-    const firewall = firewallFiles([], '/usr/sbin/nft');
-    for (const file of [firewall.rules, firewall.unit]) write(file.path, file.content, file.mode);
-    fs.writeFileSync(path.join(sb.state, 'nft-table'), firewall.rules.content);
-    fs.writeFileSync(path.join(sb.state, `system-${LAYOUT.channelFirewallUnit}.enabled`), '');
-    fs.writeFileSync(path.join(sb.state, `system-${LAYOUT.channelFirewallUnit}.active`), '');
-    for (const file of pluginFiles()) write(file.path, file.content, file.mode);
-  }
-  // What the install would record: every managed path that exists (steps/manifest.ts).
-  fs.mkdirSync(path.join(sb.root, LAYOUT.logDir), { recursive: true, mode: 0o700 });
-  for (const dir of [LAYOUT.stateDir, LAYOUT.runtimeDir]) fs.chmodSync(path.join(sb.root, dir), 0o700);
-  await recordFromDisk(createHost({ env: env(), quiet: true }), ...managedPaths(components).map((m) => ({ path: m.path, options: m.options ?? {} })));
   const state = (name: string, content = '') => fs.writeFileSync(path.join(sb.state, name), content);
-  const browser = components.browser.ubuntu.package;
-  state('dpkg-installed', ['tailscale', ...components.systemPackages, browser, ''].join('\n'));
-  // What two of those packages put where doctor looks (the apt-get stand-in writes the same).
-  write('/etc/logrotate.d/nginx', '/var/log/nginx/*.log {\n\tdaily\n\trotate 14\n\tcompress\n}\n');
-  write('/usr/sbin/logrotate', '#!/bin/sh\nexit 0\n', 0o755);
-  state('system-cron.active');
-  state('system-nginx.active');
-  state('nginx-listens');
-  state('ts-up', `${OPS_ANSWERS.meshHostname}\n`);
-  state('ts-serve', `${SERVE_TARGET}\n`);
-  // Joined with an untagged key: it expires, far enough away for doctor to pass.
-  state('ts-key-expiry', new Date(Date.now() + 180 * 86_400_000).toISOString().replace(/\.\d+Z$/, 'Z'));
-  state('user-openclaw-gateway.service.enabled');
+  // A live server: its gateway a real process, the guard's last run ten minutes ago, the
+  // memory index refreshed by its timer just now (however long ago the template was made).
   state('gateway-process');
-  state('ss-output', [
-    'LISTEN 0 511 127.0.0.1:18789 0.0.0.0:* users:(("openclaw-gatewa",pid=4242,fd=22))',
-    ...(channel ? ['LISTEN 0 511 0.0.0.0:18790 0.0.0.0:* users:(("nginx",pid=777,fd=6))'] : []),
-    '',
-  ].join('\n'));
   state('syslog', `${Date.now() * 1000 - 600_000_000}\x1fservice-guard\x1fok: nothing to restore\n`);
-  // QMD memory: the collection over the memory files, refreshed just now, private, timer on.
-  fs.mkdirSync(path.join(sb.root, LAYOUT.workspaceDir, 'memory'), { recursive: true, mode: 0o700 });
-  write(LAYOUT.qmdCollectionsFile, `collections:\n  memory:\n    path: ${path.join(sb.root, LAYOUT.workspaceDir)}\n    pattern: MEMORY.md,memory/*.md\n`, 0o600);
-  write(LAYOUT.qmdIndex, '', 0o600);
-  write(LAYOUT.qmdRefreshStamp, '', 0o600);
-  for (const dir of [LAYOUT.qmdCacheDir, LAYOUT.qmdConfigDir]) fs.chmodSync(path.join(sb.root, dir), 0o700);
-  state('user-qmd-refresh.timer.enabled');
-  state('user-qmd-refresh.timer.active');
-  // QMD's resident MCP server (it "answers" at SERVICE_QMD_HEALTH_URL, the sandbox's stand-in).
-  const qmdMcp = qmdMcpUnitFile(components);
-  write(qmdMcp.path, qmdMcp.content, qmdMcp.mode);
-  state('user-qmd-mcp.service.enabled');
-  state('user-qmd-mcp.service.active');
+  const now = new Date();
+  fs.utimesSync(path.join(sb.root, LAYOUT.qmdRefreshStamp), now, now);
 
   const userEnv = { XDG_RUNTIME_DIR: '/run/user/0' };
   const ops: OpsSandbox = Object.assign(sb, {
@@ -170,6 +199,10 @@ export async function makeHealthySandbox(options: { channel?: boolean } = {}): P
     run: (args: string[], extraEnv: Record<string, string> = {}) =>
       execa(path.join(REPO, 'dist/service-deploy'), args, { env: env(extraEnv), extendEnv: false, reject: false, timeout: budget(120_000) }),
   });
+  // Copied files are new inodes: the manifest's fingerprints are taken again (as after a
+  // chmod of verified files), so doctor does not re-read a big file it would not on the server.
+  const { entries } = await readManifest(ops.host);
+  await restampRecorded(ops.host, [...(entries?.keys() ?? [])]);
   await ops.systemctl('--user', 'daemon-reload');
   await ops.systemctl('--user', 'restart', LAYOUT.gatewayUnit);
   sb.clearCalls();
@@ -184,6 +217,8 @@ export async function makeHealthySandbox(options: { channel?: boolean } = {}): P
       }
     }
     await close();
+    // Each copy is as big as a server: gone with its test, not at the end of the file.
+    for (const dir of [sb.root, sb.state]) fs.rmSync(dir, { recursive: true, force: true });
   };
   return ops;
 }

@@ -94,6 +94,42 @@ async function listen(handler: http.RequestListener): Promise<{ server: http.Ser
   return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
 }
 
+/**
+ * The service's MCP server and AI gateway as the install meets them (see AiGatewayStandin):
+ * the MCP server accepts `initialize` with the test MCP token (401 otherwise).
+ */
+export async function serviceStandins(): Promise<{ mcp: Sandbox['mcp']; aiGateway: AiGatewayStandin; close(): Promise<void> }> {
+  const mcp = { url: '', requests: 0, token: SECRETS.mcpToken };
+  const mcpServer = await listen((req, res) => {
+    mcp.requests++;
+    req.resume();
+    const ok = req.headers.authorization === `Bearer ${mcp.token}`;
+    res.writeHead(ok ? 200 : 401, { 'content-type': 'application/json' }).end(ok ? '{"jsonrpc":"2.0","id":1,"result":{}}' : '{"error":"unauthorized"}');
+  });
+  mcp.url = `${mcpServer.url}/mcp`;
+  const aiGateway: AiGatewayStandin = { url: '', requests: [] };
+  const hanging: http.ServerResponse[] = [];
+  const aiServer = await listen((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://stand-in');
+    aiGateway.requests.push({ method: req.method ?? '', path: url.pathname, authorization: req.headers.authorization, query: url.search });
+    req.resume();
+    if (aiGateway.answer === 'hang') return void hanging.push(res);
+    if (aiGateway.answer === 'close') return void req.socket.destroy();
+    if (req.method !== 'GET' || url.pathname !== '/v1/models') return void res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":{"message":"not found"}}');
+    const status = typeof aiGateway.answer === 'number' ? aiGateway.answer : /^Bearer pkt_\S+$/.test(req.headers.authorization ?? '') ? 200 : 401;
+    res.writeHead(status, { 'content-type': 'application/json' }).end(status === 200 ? '{"object":"list","data":[{"id":"claude-sonnet-4-5","object":"model"}]}' : `{"error":{"message":"HTTP ${status}"}}`);
+  });
+  aiGateway.url = `${aiServer.url}/v1`;
+  return {
+    mcp,
+    aiGateway,
+    close: async () => {
+      for (const res of hanging.splice(0)) res.socket?.destroy();
+      await Promise.all([mcpServer.server, aiServer.server].map((s) => new Promise((r) => s.close(r))));
+    },
+  };
+}
+
 export async function makeSandbox(options: { os?: string; arch?: 'x64' | 'arm64' } = {}): Promise<Sandbox> {
   const root = tempDir('sd-root-');
   const state = tempDir('sd-state-');
@@ -116,27 +152,7 @@ export async function makeSandbox(options: { os?: string; arch?: 'x64' | 'arm64'
   fs.writeFileSync(path.join(userManager, 'cgroup.controllers'), 'cpu memory pids\n');
 
   const { ca, dist } = await nodeSource(options.arch);
-  const mcp = { url: '', requests: 0, token: SECRETS.mcpToken };
-  const mcpServer = await listen((req, res) => {
-    mcp.requests++;
-    req.resume();
-    const ok = req.headers.authorization === `Bearer ${mcp.token}`;
-    res.writeHead(ok ? 200 : 401, { 'content-type': 'application/json' }).end(ok ? '{"jsonrpc":"2.0","id":1,"result":{}}' : '{"error":"unauthorized"}');
-  });
-  mcp.url = `${mcpServer.url}/mcp`;
-  const aiGateway: AiGatewayStandin = { url: '', requests: [] };
-  const hanging: http.ServerResponse[] = [];
-  const aiServer = await listen((req, res) => {
-    const url = new URL(req.url ?? '/', 'http://stand-in');
-    aiGateway.requests.push({ method: req.method ?? '', path: url.pathname, authorization: req.headers.authorization, query: url.search });
-    req.resume();
-    if (aiGateway.answer === 'hang') return void hanging.push(res);
-    if (aiGateway.answer === 'close') return void req.socket.destroy();
-    if (req.method !== 'GET' || url.pathname !== '/v1/models') return void res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":{"message":"not found"}}');
-    const status = typeof aiGateway.answer === 'number' ? aiGateway.answer : /^Bearer pkt_\S+$/.test(req.headers.authorization ?? '') ? 200 : 401;
-    res.writeHead(status, { 'content-type': 'application/json' }).end(status === 200 ? '{"object":"list","data":[{"id":"claude-sonnet-4-5","object":"model"}]}' : `{"error":{"message":"HTTP ${status}"}}`);
-  });
-  aiGateway.url = `${aiServer.url}/v1`;
+  const { mcp, aiGateway, close: closeServices } = await serviceStandins();
   // $state/unhealthy-version: a gateway running that OpenClaw version does not answer (a broken build);
   // $state/unhealthy-node-version: the same on that Node (what the installed node --version says).
   const unhealthy = (): boolean => {
@@ -218,8 +234,8 @@ export async function makeSandbox(options: { os?: string; arch?: 'x64' | 'arm64'
       }
     },
     close: async () => {
-      for (const res of hanging.splice(0)) res.socket?.destroy();
-      await Promise.all([mcpServer.server, health.server, aiServer.server].map((s) => new Promise((r) => s.close(r))));
+      await closeServices();
+      await new Promise((r) => health.server.close(r));
     },
   };
   return sandbox;

@@ -5,6 +5,7 @@ import path from 'node:path';
 import * as tar from 'tar';
 import { describe, expect, it } from 'vitest';
 import { inspectArchive, openArchive } from '../../src/install/archive.js';
+import { BACKUP_ROOTS } from '../../src/install/backup-set.js';
 import { answersJson } from '../helpers/crafted-archives.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -40,7 +41,8 @@ describe('the strict archive reader takes what real tar writers make', () => {
     expect(byPath.get('/root/.openclaw/workspace/Café-ünïcode.md')).toMatchObject({ kind: 'file', size: 11 });
     expect([...byPath.keys()].some((p) => p.endsWith(`${'n'.repeat(120)}.md`))).toBe(true);
     expect(manifest.answers?.customerName).toBe('Crafted Co');
-    expect(manifest.roots.map((r) => r.path)).toEqual(['/root/.openclaw', '/var/lib/service-deploy']);
+    // The roots it holds, in BACKUP_ROOTS order.
+    expect(manifest.roots.map((r) => r.path)).toEqual(BACKUP_ROOTS.map((r) => r.path).filter((p) => p === '/root/.openclaw' || p === '/var/lib/service-deploy'));
   };
 
   it('node-tar (what the backup writes)', async () => {

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, expect, it } from 'vitest';
-import { INSTALL_LOG_ROTATE_BYTES } from '../../src/install/install.js';
+import { INSTALL_LOG_ROTATE_BYTES } from '../../src/pipeline/install-log.js';
 import { LAYOUT } from '../../src/layout.js';
 import { FIRST_INSTALL, makeSandbox, type Sandbox } from '../helpers/sandbox.js';
 

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FIRST_INSTALL, SECRETS, makeSandbox, snapshotFiles, type Sandbox } from '../helpers/sandbox.js';
 import { jsonOutput } from '../helpers/json-schemas.js';
+import { installSteps } from '../../src/steps/index.js';
 
 const CONFIG = 'root/.openclaw/openclaw.json';
 const sandboxes: Sandbox[] = [];
@@ -52,11 +53,8 @@ describe('install in a sandbox root', () => {
     const out = jsonOutput('install', result.stdout);
     expect(out.ok).toBe(true);
     expect(out.recap.failed).toBe(0);
-    expect(out.steps.map((s: { id: string }) => s.id)).toEqual([
-      'preflight', 'package-lock', 'system-packages', 'nginx-hardening', 'node-runtime', 'agent-runtime', 'mesh-client', 'memory',
-      'context-engine', 'mcp', 'browser', 'answers', 'channel-env', 'channel-plugin', 'channel-drop-in', 'channel-tls',
-      'channel-nginx', 'channel-limits', 'channel-port', 'runtime-secrets', 'runtime-config', 'gateway-service', 'memory-index', 'memory-service', 'guard', 'manifest', 'health',
-    ]);
+    // Every step of the registry, in its order (steps/index.ts).
+    expect(out.steps.map((s: { id: string }) => s.id)).toEqual(installSteps().map((s) => s.id));
     // The channel endpoint is the catalog deploy's (or --channel's) only.
     expect(out.steps.filter((s: { status: string }) => s.status === 'skipped').map((s: { id: string }) => s.id)).toEqual([
       'channel-env', 'channel-plugin', 'channel-drop-in', 'channel-tls', 'channel-nginx', 'channel-limits', 'channel-port',

@@ -2,9 +2,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { jsonSchemaOf } from '../../src/json/define.js';
-import { OUTPUTS } from '../../src/json/outputs.js';
+import { doctorOutput } from '../../src/doctor/output.js';
+import { OUTPUTS as DEFINED } from '../../src/json/outputs.js';
 import { REPO } from '../helpers/binary.js';
 import { SCHEMA_DIR, schemaValidator } from '../helpers/json-schemas.js';
+
+/** Every output: those of src/json/outputs.ts, and doctor's (its fix ids come from the checks). */
+const OUTPUTS = [...DEFINED, doctorOutput];
 
 /** The published schemas are the zod schemas' own, and every output is published and used. */
 describe('published JSON Schemas (schemas/)', () => {

@@ -6,6 +6,7 @@ import * as tar from 'tar';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createHost } from '../../src/host/index.js';
 import { LAYOUT } from '../../src/layout.js';
+import { MANAGED_PLACES } from '../../src/install/footprint.js';
 import { manifestContent, readManifest, recordFromDisk, recordWrittenFile, type ManifestEntry } from '../../src/pipeline/manifest.js';
 import { BINARY, REPO } from '../helpers/binary.js';
 import { FIRST_INSTALL, makeSandbox, type Sandbox } from '../helpers/sandbox.js';
@@ -140,7 +141,7 @@ describe('install manifest', () => {
 });
 
 describe('manifest file', () => {
-  it('round-trips, and refuses entries outside the places the install writes, setuid or world-writable modes', async () => {
+  it('round-trips, and refuses entries outside the places service-deploy writes, setuid or world-writable modes', async () => {
     const sb = await makeSandbox();
     sandboxes.push(sb);
     const host = createHost({ env: sb.env(), quiet: true });
@@ -149,9 +150,10 @@ describe('manifest file', () => {
     const put = (entries: ManifestEntry[]) => fs.writeFileSync(path.join(sb.root, LAYOUT.manifestFile), manifestContent(entries));
 
     put([good]);
-    expect((await readManifest(host)).entries?.get(LAYOUT.guardCron)).toEqual(good);
-    put([{ ...good, path: '/etc/shadow' }]);
-    expect((await readManifest(host)).problem).toMatch(/entries\.0\.path \(\/etc\/shadow\): not a place service-deploy writes/);
+    expect((await readManifest(host, MANAGED_PLACES)).entries?.get(LAYOUT.guardCron)).toEqual(good);
+    // A reader that acts on the entries (doctor, uninstall) names the places its writers declare.
+    put([good, { ...good, path: '/etc/shadow' }]);
+    expect((await readManifest(host, MANAGED_PLACES)).problem).toMatch(/entries\.1\.path \(\/etc\/shadow\): not a place service-deploy writes/);
     put([{ ...good, path: `${LAYOUT.runtimeDir}/../../etc/shadow` }]);
     expect((await readManifest(host)).problem).toMatch(/not a place service-deploy writes/);
     put([{ ...good, mode: 0o4755 }]);
@@ -168,6 +170,28 @@ describe('manifest file', () => {
     const read = await readManifest(host);
     expect([...read.entries!.keys()]).toEqual([LAYOUT.guardCron]);
     expect(fs.statSync(path.join(sb.root, LAYOUT.manifestFile)).mode & 0o777).toBe(0o600);
+  });
+
+  it('an entry outside the places stays with a writer that records something else, and the install drops it', async () => {
+    const sb = await makeSandbox();
+    sandboxes.push(sb);
+    const install = await sb.install(FIRST_INSTALL.args, FIRST_INSTALL.env);
+    expect(install.exitCode, String(install.stderr)).toBe(0);
+    const host = createHost({ env: sb.env(), quiet: true });
+    const entries = manifest(sb) as unknown as Array<Record<string, unknown>>;
+    const planted = { ...entries.find((e) => e.path === LAYOUT.guardCron)!, path: '/etc/shadow' };
+    fs.writeFileSync(path.join(sb.root, LAYOUT.manifestFile), JSON.stringify({ schemaVersion: 1, entries: [...entries, planted] }));
+    expect((await readManifest(host, MANAGED_PLACES)).problem).toMatch(/\(\/etc\/shadow\): not a place service-deploy writes/);
+    // The guard records what it restores without losing the rest (or the planted entry: not its to judge).
+    await recordWrittenFile(host, LAYOUT.guardCron, sb.read(LAYOUT.guardCron)!, { mode: 0o644 });
+    expect(manifest(sb).map((e) => e.path)).toEqual([...entries.map((e) => e.path as string), '/etc/shadow'].sort());
+    // The next install leaves it out, with a warning, and doctor reads every other entry again.
+    const again = await sb.install([]);
+    expect(again.exitCode, String(again.stderr)).toBe(0);
+    expect(String(again.stderr)).toMatch(/\/etc\/shadow: not a place service-deploy writes; left out of the manifest/);
+    const read = await readManifest(host, MANAGED_PLACES);
+    expect(read.problem).toBeUndefined();
+    expect([...read.entries!.keys()]).toEqual(entries.map((e) => e.path));
   });
 
   it('read twice, the same file is parsed once, each reader gets its own map; a changed file is read anew', async () => {

@@ -6,6 +6,7 @@ import { installedFilesProblem } from '../../pipeline/manifest.js';
 import { GLOBAL_MODULES, installedPackageVersion, openclawFiles } from '../../runtime/openclaw.js';
 import { openclawWrapper } from '../../steps/agent-runtime.js';
 import { fail, pass, type Check } from '../types.js';
+import { filesFix } from './files.js';
 
 /**
  * OpenClaw at the pinned version, and its CLI usable: the package's entry, the npm
@@ -37,7 +38,7 @@ export const agentRuntimeCheck: Check = {
       const byFiles = await ctx.repairedByFiles(runs);
       return fail(`the OpenClaw CLI ${runs} is not executable (mode ${octal(target.mode)})`, 'give it back its mode (doctor --fix), or run the install again', {
         commands: byFiles ? ['service-deploy doctor --fix'] : [`chmod 755 ${runs}`],
-        ...(byFiles ? { action: 'files' as const } : {}),
+        ...(byFiles ? { action: filesFix } : {}),
       });
     }
     const wrapper = await planFile(host, openclawWrapper());
@@ -45,7 +46,7 @@ export const agentRuntimeCheck: Check = {
       const byFiles = await ctx.repairedByFiles(LAYOUT.openclawWrapper);
       return fail(`${wrapper.summary}: \`openclaw ...\` on the command line does not run the pinned runtime`, 'write the wrapper again (doctor --fix or the install)', {
         commands: byFiles ? ['service-deploy doctor --fix'] : ['service-deploy install'],
-        ...(byFiles ? { action: 'files' as const } : {}),
+        ...(byFiles ? { action: filesFix } : {}),
       });
     }
     return pass(`OpenClaw ${have}; CLI ${LAYOUT.openclawWrapper} -> ${LAYOUT.openclawBin}`);

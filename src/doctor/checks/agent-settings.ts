@@ -1,8 +1,9 @@
 import { heartbeatModel } from '../../config/runtime-config.js';
 import { enforceManagedAgent } from '../../guard/managed.js';
 import { fail, pass, type Check } from '../types.js';
-import { configFinding, listDrift } from './routing-shared.js';
-import { answersFinding } from './stored-answers.js';
+import { answersFinding } from '../findings.js';
+import { configFinding, listDrift } from '../config-findings.js';
+import { guardFix } from './guard-cron.js';
 
 /** The display name (prompt 1) and the heartbeat as the install sets them (issue 18 items 1, 3; issue 26 item 6). */
 export const agentSettingsCheck: Check = {
@@ -23,7 +24,7 @@ export const agentSettingsCheck: Check = {
     return fail(
       `${listDrift(restorations)}${heartbeat ? ' (with another heartbeat target the runs are skipped: this server has no messaging channel)' : ''}`,
       'put the managed settings back: the guard does it and restarts the gateway once (a new name: re-run the install with --customer-name)',
-      { commands: ['service-deploy doctor --fix', 'bash /usr/local/bin/service-guard.sh'], action: 'guard' },
+      { commands: ['service-deploy doctor --fix', 'bash /usr/local/bin/service-guard.sh'], action: guardFix },
     );
   },
 };

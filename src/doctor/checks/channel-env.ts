@@ -2,6 +2,8 @@ import { Inspector } from '../../host/inspect.js';
 import { LAYOUT } from '../../layout.js';
 import { octal } from '../../pipeline/files.js';
 import { fail, pass, skip, type Check } from '../types.js';
+import { filesFix } from './files.js';
+import { guardFix } from './guard-cron.js';
 
 export const CHANNEL_VARIABLES = ['SERVICE_CHANNEL_TOKEN', 'SERVICE_CHANNEL_KNOCK', 'SERVICE_TS_HOSTNAME', 'SERVICE_CHANNEL_EDGE'] as const;
 export const NOT_CONFIGURED = 'no channel endpoint on this server (only the catalog deploy or install --channel configures it)';
@@ -30,14 +32,14 @@ export const channelEnvCheck: Check = {
     if (info && info.mode !== 0o600) {
       return fail(`${LAYOUT.channelEnv} is mode ${octal(info.mode)}: the channel token and knock are readable by other users`, 'make it root-only (0600); the guard does this too', {
         commands: [`chmod 600 ${LAYOUT.channelEnv}`],
-        action: 'guard',
+        action: guardFix,
       });
     }
     if (info && process.getuid?.() === 0 && info.uid !== 0) {
       const byFiles = await ctx.repairedByFiles(LAYOUT.channelEnv);
       return fail(`${LAYOUT.channelEnv} is owned by uid ${info.uid}, not root: that user can read the channel token and knock`, 'give it back to root', {
         commands: byFiles ? ['service-deploy doctor --fix'] : [`chown root:root ${LAYOUT.channelEnv}`],
-        ...(byFiles ? { action: 'files' as const } : {}),
+        ...(byFiles ? { action: filesFix } : {}),
       });
     }
     return pass(`0600, ${CHANNEL_VARIABLES.join(', ')} set`);

@@ -2,7 +2,12 @@ import { DEFAULT_LIMITS, FIREWALL_TABLE, markerIn } from '../../channel/firewall
 import { CHANNEL_PORT, LAYOUT } from '../../layout.js';
 import { loadedTable, nftUsable } from '../../steps/channel-firewall.js';
 import { NOT_CONFIGURED } from './channel-env.js';
-import { fail, pass, skip, warn, type Check } from '../types.js';
+import { fail, lazyFix, pass, skip, warn, type Check } from '../types.js';
+
+export const channelLimitsFix = lazyFix(
+  { id: 'channel-limits', title: "load the channel port's connection limits again (nft -f of their file) and enable their unit", phase: 'services' },
+  async () => (await import('../fixes.js')).loadChannelLimits,
+);
 
 const REINSTALL = 'service-deploy install --channel';
 const WITHOUT = `nothing limits one address's connections to port ${CHANNEL_PORT} before TLS (nginx's timeouts and per-request limits still apply)`;
@@ -16,6 +21,7 @@ const WITHOUT = `nothing limits one address's connections to port ${CHANNEL_PORT
 export const channelLimitsCheck: Check = {
   id: 'channel-limits',
   title: `Per-address connection limits on ${CHANNEL_PORT} (nftables)`,
+  fixes: [channelLimitsFix],
   async run(ctx) {
     const { host } = ctx;
     if (!(await ctx.channelConfigured())) return skip(NOT_CONFIGURED);
@@ -40,14 +46,14 @@ export const channelLimitsCheck: Check = {
     if (loaded === undefined) {
       return fail(`the table inet ${FIREWALL_TABLE} is not loaded (flushed by \`nft flush ruleset\` or another firewall tool?): ${WITHOUT}`, `load it again from ${LAYOUT.channelFirewallRules}`, {
         commands: [`nft -f ${LAYOUT.channelFirewallRules}`],
-        action: 'channel-limits',
+        action: channelLimitsFix,
       });
     }
     if (loaded !== want) {
-      return warn(`the loaded table inet ${FIREWALL_TABLE} is not the one in ${LAYOUT.channelFirewallRules}`, 'load the file again', { commands: [`nft -f ${LAYOUT.channelFirewallRules}`], action: 'channel-limits' });
+      return warn(`the loaded table inet ${FIREWALL_TABLE} is not the one in ${LAYOUT.channelFirewallRules}`, 'load the file again', { commands: [`nft -f ${LAYOUT.channelFirewallRules}`], action: channelLimitsFix });
     }
     if (!enabled) {
-      return warn(`${LAYOUT.channelFirewallUnit} is not enabled: the limits are gone after the next reboot`, 'enable it', { commands: [`systemctl enable ${LAYOUT.channelFirewallUnit}`], action: 'channel-limits' });
+      return warn(`${LAYOUT.channelFirewallUnit} is not enabled: the limits are gone after the next reboot`, 'enable it', { commands: [`systemctl enable ${LAYOUT.channelFirewallUnit}`], action: channelLimitsFix });
     }
     const allow = /set allow_v4/.test(rules) ? 'only the --channel-allow addresses' : 'any address';
     return pass(`table inet ${FIREWALL_TABLE} loaded: ${DEFAULT_LIMITS.maxConnections} connections and ${DEFAULT_LIMITS.newPerMinute} new a minute (burst ${DEFAULT_LIMITS.newBurst}) per address; ${allow}`);

@@ -1,5 +1,6 @@
 import { LAYOUT } from '../../layout.js';
 import { fail, pass, skip, type Check } from '../types.js';
+import { runtimeConfigFix } from './runtime-config.js';
 
 export const configValidCheck: Check = {
   id: 'config-valid',
@@ -10,7 +11,7 @@ export const configValidCheck: Check = {
       const answers = await ctx.answers();
       return fail(`${LAYOUT.runtimeConfig} is missing`, answers ? 'write it again from the stored answers (doctor --fix), or run the install' : 'run `service-deploy install`', {
         commands: answers ? ['service-deploy doctor --fix', 'service-deploy install'] : ['service-deploy install'],
-        ...(answers ? { action: 'runtime-config' as const } : {}),
+        ...(answers ? { action: runtimeConfigFix } : {}),
       });
     }
     if (!(await host.files.exists(LAYOUT.openclawBin))) return skip('OpenClaw is not installed (see agent-runtime)');

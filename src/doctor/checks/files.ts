@@ -1,5 +1,11 @@
 import { LAYOUT } from '../../layout.js';
-import { fail, pass, warn, type Check } from '../types.js';
+import { fail, lazyFix, pass, warn, type Check } from '../types.js';
+
+/** What the install manifest records put back; our own files (a declared `rewrite`, pipeline/writes.ts) written again. */
+export const filesFix = lazyFix(
+  { id: 'files', title: 'put the recorded modes and owners back, write our own files again', phase: 'files' },
+  async () => (await import('../fixes.js')).repairFiles,
+);
 
 /**
  * Every file, link and folder the install wrote, against the install manifest:
@@ -10,6 +16,7 @@ import { fail, pass, warn, type Check } from '../types.js';
 export const filesCheck: Check = {
   id: 'files',
   title: 'Files the install wrote: type, owner, mode, content (install manifest)',
+  fixes: [filesFix],
   async run(ctx) {
     const audit = await ctx.audit();
     const { read, issues } = audit;
@@ -27,6 +34,6 @@ export const filesCheck: Check = {
     const fix = fixable
       ? 'put the recorded modes and owners back and write our own files again (doctor --fix; it reloads or restarts what reads them)'
       : 'doctor --fix repairs modes, owners and our own files; the rest needs the command shown (a secret, a certificate or a program comes back from the install, never from doctor)';
-    return fail(issues.map((i) => i.problem).join('; '), fix, { commands, ...(fixable ? { action: 'files' as const } : {}) });
+    return fail(issues.map((i) => i.problem).join('; '), fix, { commands, ...(fixable ? { action: filesFix } : {}) });
   },
 };

@@ -1,5 +1,6 @@
 import { fail, pass, type Check } from '../types.js';
-import { listDrift, routingDrift } from './routing-shared.js';
+import { listDrift, routingDrift } from '../config-findings.js';
+import { guardFix } from './guard-cron.js';
 
 export const gatewayAuthCheck: Check = {
   id: 'gateway-auth',
@@ -13,7 +14,7 @@ export const gatewayAuthCheck: Check = {
     return fail(
       `${listDrift(auth)}${legacy ? ' (the runtime 2026.5+ rejects the legacy key)' : ''}`,
       'put gateway.auth back (mode token, token = the service API key) and migrate gateway.token; the guard does this, then restarts the gateway (or re-run the catalog deploy)',
-      { commands: ['service-deploy doctor --fix', 'bash /usr/local/bin/service-guard.sh'], action: 'guard' },
+      { commands: ['service-deploy doctor --fix', 'bash /usr/local/bin/service-guard.sh'], action: guardFix },
     );
   },
 };

@@ -2,6 +2,7 @@ import type { Host } from '../../host/index.js';
 import { LAYOUT } from '../../layout.js';
 import { GATEWAY_MEMORY, gatewayUnitFile } from '../../steps/gateway-service.js';
 import { fail, pass, skip, warn, type Check } from '../types.js';
+import { filesFix } from './files.js';
 
 const CGROUP_ROOT = '/sys/fs/cgroup';
 /** The kernel keeps a limit in whole pages (up to 64 KiB on arm64): systemd's bytes rounded down. */
@@ -73,7 +74,7 @@ export const gatewayMemoryCheck: Check = {
       if (!(await ctx.repairedByFiles(LAYOUT.gatewayUnitFile))) return skip(`${LAYOUT.gatewayUnitFile} is not the unit the install writes (see files)`);
       return fail(`${LAYOUT.gatewayUnitFile} is not the unit the install writes: its memory bound (MemoryMax=${GATEWAY_MEMORY.max}) holds only when the unit is written again`, 'write the unit again (doctor --fix), reload the user units and restart the gateway', {
         commands: ['service-deploy doctor --fix'],
-        action: 'files',
+        action: filesFix,
       });
     }
     const { active, resources } = await ctx.unit('user', LAYOUT.gatewayUnit);

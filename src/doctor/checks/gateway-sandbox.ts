@@ -1,6 +1,7 @@
 import { LAYOUT } from '../../layout.js';
 import { EXPOSURE_TARGET, gatewayUnitFile, parseExposure } from '../../steps/gateway-service.js';
 import { fail, pass, skip, warn, type Check } from '../types.js';
+import { filesFix } from './files.js';
 
 /**
  * Issue 13: the agent runs confined. `systemd-analyze security` rates the unit as
@@ -19,7 +20,7 @@ export const gatewaySandboxCheck: Check = {
       if (!(await ctx.repairedByFiles(LAYOUT.gatewayUnitFile))) return skip(`${LAYOUT.gatewayUnitFile} is not the unit the install writes (see files)`);
       return fail(`${LAYOUT.gatewayUnitFile} is not the unit the install writes: its sandbox is unknown until the unit is written again`, 'write the unit again (doctor --fix), reload the user units and restart the gateway', {
         commands: ['service-deploy doctor --fix'],
-        action: 'files',
+        action: filesFix,
       });
     }
     const result = await ctx.sandboxRating();

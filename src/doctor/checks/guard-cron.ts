@@ -1,8 +1,19 @@
 import { LAYOUT } from '../../layout.js';
 import { guardCron, guardScript } from '../../steps/guard.js';
 import { octal, planFile } from '../../pipeline/files.js';
-import { fail, pass, warn, type Check } from '../types.js';
-import { answersFinding } from './stored-answers.js';
+import { fail, lazyFix, pass, warn, type Check } from '../types.js';
+import { answersFinding } from '../findings.js';
+import { filesFix } from './files.js';
+
+export const cronFix = lazyFix(
+  { id: 'cron', title: 'write the guard script and its hourly cron entry; start cron', phase: 'config' },
+  async () => (await import('../fixes.js')).writeGuardCron,
+);
+/** The guard run now: what it restores every hour, restored at once (many checks' findings name it). */
+export const guardFix = lazyFix(
+  { id: 'guard', title: 'run the guard: providers, default model, gateway.auth, secret references and their source, channel drop-in and channel.env mode', phase: 'config' },
+  async () => (await import('../fixes.js')).runGuardNow,
+);
 
 /** The guard runs hourly: older than this and a run was missed. */
 const STALE_MS = 2 * 3600_000;
@@ -10,6 +21,7 @@ const STALE_MS = 2 * 3600_000;
 export const guardCronCheck: Check = {
   id: 'guard-cron',
   title: 'Gateway enforcer cron present, last run',
+  fixes: [cronFix, guardFix],
   async run(ctx) {
     const { host } = ctx;
     const stored = await ctx.answersRead();
@@ -27,7 +39,7 @@ export const guardCronCheck: Check = {
     if (wrong.length > 0) {
       return fail(`the hourly enforcer is not in place (${wrong.join('; ')}): nothing restores the routing if it is changed`, 'write the guard script and its cron entry again', {
         commands: ['service-deploy doctor --fix'],
-        action: 'cron',
+        action: cronFix,
       });
     }
     if (!binary || (binary.mode & 0o111) === 0) {
@@ -35,11 +47,11 @@ export const guardCronCheck: Check = {
       const reinstall = `curl -fsSL ${ctx.profile.setupUrl}/install.sh | sudo bash`;
       return fail(`${LAYOUT.binary} is ${binary ? `not executable (mode ${octal(binary.mode)})` : 'missing'}: the guard script has nothing to run`, byFiles ? 'put it back (doctor --fix: this binary is the recorded one)' : 'install it again with install.sh (it checks the download)', {
         commands: byFiles ? ['service-deploy doctor --fix'] : binary ? [`chmod 755 ${LAYOUT.binary}`] : [reinstall],
-        ...(byFiles ? { action: 'files' as const } : {}),
+        ...(byFiles ? { action: filesFix } : {}),
       });
     }
     if (!cronActive) {
-      return fail('cron is not running: the hourly guard never runs', 'start cron and enable it at boot', { commands: ['systemctl enable --now cron'], action: 'cron' });
+      return fail('cron is not running: the hourly guard never runs', 'start cron and enable it at boot', { commands: ['systemctl enable --now cron'], action: cronFix });
     }
     const now = host.now().getTime();
     if (!last) {

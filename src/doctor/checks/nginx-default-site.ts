@@ -1,5 +1,6 @@
 import { DEFAULT_SITE_LINK, defaultSite, nginxIsOurs } from '../../steps/nginx-hardening.js';
 import { pass, skip, warn, type Check } from '../types.js';
+import { nginxHardeningFix } from './nginx-hardening.js';
 
 const DISABLE = [`rm ${DEFAULT_SITE_LINK}`, 'nginx -t', 'systemctl reload nginx'];
 
@@ -20,7 +21,7 @@ export const nginxDefaultSiteCheck: Check = {
     if (ours) {
       return warn(`Debian's default site is enabled again: nginx answers "Welcome to nginx!" on port 80, which the deployment does not need`, 'disable it again (doctor --fix; the install does it too)', {
         commands: ['service-deploy doctor --fix'],
-        action: 'nginx-hardening',
+        action: nginxHardeningFix,
       });
     }
     return warn(

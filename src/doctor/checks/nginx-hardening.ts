@@ -1,7 +1,12 @@
 import { LAYOUT } from '../../layout.js';
 import { planFile } from '../../pipeline/files.js';
 import { nginxHardeningDropIn, nginxIsOurs } from '../../steps/nginx-hardening.js';
-import { fail, pass, skip, type Check } from '../types.js';
+import { fail, lazyFix, pass, skip, type Check } from '../types.js';
+
+export const nginxHardeningFix = lazyFix(
+  { id: 'nginx-hardening', title: "disable Debian's default site and write nginx's sandbox drop-in (the nginx the install brought); nginx -t, restart nginx", phase: 'services' },
+  async () => (await import('../fixes.js')).hardenNginx,
+);
 
 /**
  * Issue 27 item 5: the nginx the install brought runs sandboxed (its drop-in, exposure
@@ -11,6 +16,7 @@ import { fail, pass, skip, type Check } from '../types.js';
 export const nginxHardeningCheck: Check = {
   id: 'nginx-hardening',
   title: 'nginx sandbox drop-in (the nginx the install brought)',
+  fixes: [nginxHardeningFix],
   async run(ctx) {
     const { host } = ctx;
     if (!(await host.exec.which('nginx'))) return skip('nginx is not installed');
@@ -21,7 +27,7 @@ export const nginxHardeningCheck: Check = {
     return fail(
       `${missing ? `${LAYOUT.nginxHardeningDropIn} is missing` : drift.summary}: nginx runs ${missing ? 'without its sandbox (exposure 9.6)' : 'with a sandbox the install did not write'}`,
       'write the drop-in again, reload the units and restart nginx (after nginx -t)',
-      { commands: ['service-deploy doctor --fix'], action: 'nginx-hardening' },
+      { commands: ['service-deploy doctor --fix'], action: nginxHardeningFix },
     );
   },
 };

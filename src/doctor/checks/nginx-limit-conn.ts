@@ -1,5 +1,6 @@
 import { CHANNEL_PORT, LAYOUT } from '../../layout.js';
 import { fail, pass, skip, warn, type Check } from '../types.js';
+import { nginxRestartFix, nginxSiteFix } from './nginx.js';
 
 export const NGINX_ERROR_LOG = '/var/log/nginx/error.log';
 const ZONE_MISTAKE = /^\s*limit_conn\s+zone=/m;
@@ -18,7 +19,7 @@ export const nginxLimitConnCheck: Check = {
     if (ZONE_MISTAKE.test(site)) {
       return fail(`${LAYOUT.nginxSite} has \`limit_conn zone=...\`: nginx reads "zone=service_cn" as the zone name, fails with "${ZERO_SIZE}" and does not listen on ${CHANNEL_PORT}`, 'the correct form is `limit_conn service_cn 3;`: write the site again, validate it and restart nginx', {
         commands: ['service-deploy doctor --fix', 'nginx -t', 'systemctl restart nginx'],
-        action: 'nginx-site',
+        action: nginxSiteFix,
       });
     }
     const bytes = await host.files.readBytes(NGINX_ERROR_LOG);
@@ -28,7 +29,7 @@ export const nginxLimitConnCheck: Check = {
     if (listening) return pass(`the site is right; ${NGINX_ERROR_LOG} still shows an earlier "${ZERO_SIZE}"`);
     return warn(`${NGINX_ERROR_LOG} has "${ZERO_SIZE}" and nothing listens on ${CHANNEL_PORT}; the current site is right`, 'validate the config and restart nginx', {
       commands: ['nginx -t', 'systemctl restart nginx'],
-      action: 'nginx-restart',
+      action: nginxRestartFix,
     });
   },
 };

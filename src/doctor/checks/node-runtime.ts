@@ -2,6 +2,7 @@ import { versionBelow } from '../../host/os.js';
 import { LAYOUT } from '../../layout.js';
 import { stampedNodeVersion } from '../../steps/node-runtime.js';
 import { fail, pass, type Check } from '../types.js';
+import { filesFix } from './files.js';
 
 export const nodeRuntimeCheck: Check = {
   id: 'node-runtime',
@@ -26,7 +27,7 @@ export const nodeRuntimeCheck: Check = {
       const what = have ? (below ? `Node ${have}, below the pinned ${want} (it lacks the fixes of the pinned release)` : `Node ${have}, not the pinned ${want}`) : `not runnable (${result?.stderr.trim().split('\n').pop() || `exit ${result?.exitCode}`}), expected Node ${want}`;
       return fail(`${node} is ${what}`, byFiles ? 'give it back its recorded mode (doctor --fix)' : below ? upgrade : fix, {
         commands: byFiles ? ['service-deploy doctor --fix'] : ['service-deploy install'],
-        ...(byFiles ? { action: 'files' as const } : {}),
+        ...(byFiles ? { action: filesFix } : {}),
       });
     }
     return pass(`Node ${have}`);

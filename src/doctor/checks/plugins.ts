@@ -5,6 +5,7 @@ import { planFile } from '../../pipeline/files.js';
 import { PLUGIN_PREFIX, installedPackageVersion, losslessClawFiles, qmdFiles, type ProgramFiles } from '../../runtime/openclaw.js';
 import { pluginFiles } from '../../steps/channel.js';
 import { fail, pass, type Check } from '../types.js';
+import { filesFix } from './files.js';
 
 /** "QMD 2.8.2 is installed, pinned 2.8.3", "... is not installed", or a missing file; undefined when fine. */
 async function programProblem(host: Host, label: string, nodeModules: string, name: string, want: string, files: ProgramFiles): Promise<string | undefined> {
@@ -42,7 +43,7 @@ export const pluginsCheck: Check = {
     const byFiles = await ctx.repairedByFiles(...files.map((c) => c!.target));
     return fail(problems.join('; '), 'write the plugin files again as the install does, then restart the gateway so it loads them', {
       commands: byFiles ? ['service-deploy doctor --fix'] : ['service-deploy install --channel'],
-      ...(byFiles ? { action: 'files' as const } : {}),
+      ...(byFiles ? { action: filesFix } : {}),
     });
   },
 };

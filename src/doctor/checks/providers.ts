@@ -1,5 +1,6 @@
 import { fail, pass, type Check } from '../types.js';
-import { listDrift, routingDrift } from './routing-shared.js';
+import { listDrift, routingDrift } from '../config-findings.js';
+import { guardFix } from './guard-cron.js';
 
 export const providersCheck: Check = {
   id: 'providers',
@@ -12,7 +13,7 @@ export const providersCheck: Check = {
     return fail(
       `the agent is not routed only through the service's AI gateway: ${listDrift(routing)}`,
       "restore the single service provider and the default model (the hourly guard does this; run it now), then the gateway restarts",
-      { commands: ['service-deploy doctor --fix', 'bash /usr/local/bin/service-guard.sh'], action: 'guard' },
+      { commands: ['service-deploy doctor --fix', 'bash /usr/local/bin/service-guard.sh'], action: guardFix },
     );
   },
 };

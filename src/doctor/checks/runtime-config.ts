@@ -1,8 +1,14 @@
 import { Inspector } from '../../host/inspect.js';
 import { LAYOUT } from '../../layout.js';
 import { desiredFor } from '../../steps/runtime-config.js';
-import { fail, pass, type Check } from '../types.js';
-import { answersFinding } from './stored-answers.js';
+import { fail, lazyFix, pass, type Check } from '../types.js';
+import { answersFinding } from '../findings.js';
+
+/** openclaw.json's managed keys written again: merged with the runtime's own, validated by OpenClaw first. */
+export const runtimeConfigFix = lazyFix(
+  { id: 'runtime-config', title: 'write the managed keys of openclaw.json again (validated by OpenClaw first)', phase: 'config' },
+  async () => (await import('../fixes.js')).writeRuntimeConfig,
+);
 
 /** Managed keys the routing checks (providers, gateway-auth, gateway-bind) already report. */
 const ROUTING = ['gateway.auth', 'gateway.token', 'gateway.bind', 'models', 'agents.defaults.model'];
@@ -45,6 +51,7 @@ const MOVE_ASIDE = [`mv ${LAYOUT.runtimeConfig} ${LAYOUT.runtimeConfig}.broken`,
 export const runtimeConfigCheck: Check = {
   id: 'runtime-config',
   title: 'Runtime config: the keys service-deploy manages (MCP, plugins, session, browser)',
+  fixes: [runtimeConfigFix],
   async run(ctx) {
     const { host } = ctx;
     const info = await new Inspector(host.paths).info(LAYOUT.runtimeConfig);
@@ -54,7 +61,7 @@ export const runtimeConfigCheck: Check = {
     if (!info) {
       return fail(`${LAYOUT.runtimeConfig} is missing: the agent has no configuration`, 'write it again from the stored answers (validated by OpenClaw), then restart the gateway', {
         commands: ['service-deploy doctor --fix', 'service-deploy install'],
-        action: 'runtime-config',
+        action: runtimeConfigFix,
       });
     }
     if (info.type !== 'file') {
@@ -68,7 +75,7 @@ export const runtimeConfigCheck: Check = {
     return fail(
       `${LAYOUT.runtimeConfig}: ${drift.map((d) => `${d.path} is ${show(d.have, d.path)} (want ${show(d.want, d.path)})`).join('; ')}`,
       'write the managed keys back (your own keys stay; OpenClaw validates the result first), then restart the gateway',
-      { commands: ['service-deploy doctor --fix', 'service-deploy install'], action: 'runtime-config' },
+      { commands: ['service-deploy doctor --fix', 'service-deploy install'], action: runtimeConfigFix },
     );
   },
 };

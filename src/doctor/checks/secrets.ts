@@ -3,9 +3,10 @@ import { LAYOUT } from '../../layout.js';
 import { SECRETS_AUDIT_TIMEOUT_MS } from '../probes.js';
 import { planRuntimeSecrets } from '../../steps/runtime-secrets.js';
 import { fail, pass, skip, warn, type Check } from '../types.js';
-import { listDrift, routingDrift } from './routing-shared.js';
+import { listDrift, routingDrift } from '../config-findings.js';
+import { guardFix } from './guard-cron.js';
 
-const GUARD_FIX = { commands: ['service-deploy doctor --fix', 'bash /usr/local/bin/service-guard.sh'], action: 'guard' as const };
+const GUARD_FIX = { commands: ['service-deploy doctor --fix', 'bash /usr/local/bin/service-guard.sh'], action: guardFix };
 
 /**
  * Issue 20: openclaw.json holds no secret value, its references resolve from our
@@ -76,7 +77,7 @@ export const secretsCheck: Check = {
       const guardRepairs = drift.length > 0;
       return fail(`openclaw secrets audit --check: ${report.status}: ${detail}`, guardRepairs ? 'managed fields are put back by the guard (see `openclaw secrets audit`)' : 'the audit names fields service-deploy does not manage: see `openclaw secrets audit` (a value in plain text: move it to a SecretRef)', {
         commands: guardRepairs ? ['openclaw secrets audit', ...GUARD_FIX.commands] : ['openclaw secrets audit', 'openclaw secrets configure'],
-        ...(guardRepairs ? { action: 'guard' as const } : {}),
+        ...(guardRepairs ? { action: guardFix } : {}),
       });
     }
     return pass(`${checked}; openclaw secrets audit --check: clean (${report.summary?.plaintextCount ?? 0} plaintext)`);

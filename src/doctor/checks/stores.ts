@@ -4,6 +4,7 @@ import { SESSION_DISK_BUDGET_BYTES } from '../../config/runtime-config.js';
 import type { Host } from '../../host/index.js';
 import { diskUsage, diskUsageOf, filesystemSize, type Usage } from '../../host/usage.js';
 import { BACKUP_PREFIX, LAYOUT } from '../../layout.js';
+import { NONCE_STORE } from '../../steps/channel.js';
 import type { DoctorContext } from '../context.js';
 import { pass, warn, type Check } from '../types.js';
 
@@ -49,8 +50,8 @@ export const STORE_THRESHOLDS: StoreThresholds = {
 export const STORE_PATHS = {
   agentsDir: `${LAYOUT.runtimeDir}/agents`,
   stateDatabase: `${LAYOUT.runtimeDir}/state/openclaw.sqlite`,
-  /** The service-channel plugin's state (templates/service-channel.index.js: <state dir>/service-channel/nonces.json). */
-  nonceStore: `${LAYOUT.runtimeDir}/service-channel/nonces.json`,
+  /** The service-channel plugin's replay memory, as the step that installs the plugin declares it. */
+  nonceStore: NONCE_STORE.path,
   journalDirs: ['/var/log/journal', '/run/log/journal'],
   logrotateBin: '/usr/sbin/logrotate',
   /** nginx's own rotation rule (Debian's and Ubuntu's nginx packages ship it): /var/log/nginx/*.log, daily, 14 kept. */

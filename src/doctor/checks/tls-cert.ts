@@ -6,6 +6,7 @@ import { TLS_KEY_BITS, TLS_MIN_PERIOD_DAYS, TLS_RENEW_BEFORE_DAYS, isSelfSigned 
 import { octal } from '../../pipeline/files.js';
 import { NOT_CONFIGURED } from './channel-env.js';
 import { fail, pass, skip, warn, type Check } from '../types.js';
+import { filesFix } from './files.js';
 
 const DAY_MS = 86_400_000;
 const RENEW = 'service-deploy install --channel';
@@ -47,7 +48,7 @@ export const tlsCertCheck: Check = {
       const what = keyInfo.mode !== 0o600 ? `mode ${octal(keyInfo.mode)}` : `owned by uid ${keyInfo.uid}`;
       return fail(`${LAYOUT.tlsKey} is ${what}: the private key is open to other users`, 'make it root-only (0600, root)', {
         commands: byFiles ? ['service-deploy doctor --fix'] : [`chmod 600 ${LAYOUT.tlsKey}`, `chown root:root ${LAYOUT.tlsKey}`],
-        ...(byFiles ? { action: 'files' as const } : {}),
+        ...(byFiles ? { action: filesFix } : {}),
       });
     }
     const bits = cert.publicKey.asymmetricKeyDetails?.modulusLength;

@@ -1,7 +1,8 @@
 import { NODE_TOOLS } from '../../config/runtime-config.js';
 import { enforceConfinement } from '../../guard/confinement.js';
 import { fail, pass, type Check } from '../types.js';
-import { configFinding, listDrift } from './routing-shared.js';
+import { configFinding, listDrift } from '../config-findings.js';
+import { guardFix } from './guard-cron.js';
 
 /**
  * The agent's tool policy and the rest of its confinement in openclaw.json, as the install
@@ -20,7 +21,7 @@ export const toolPolicyCheck: Check = {
     return fail(
       `the agent's confinement was changed: ${listDrift(restorations)}`,
       'put the tool policy back (the hourly guard does this; run it now), then the gateway restarts',
-      { commands: ['service-deploy doctor --fix', 'bash /usr/local/bin/service-guard.sh'], action: 'guard' },
+      { commands: ['service-deploy doctor --fix', 'bash /usr/local/bin/service-guard.sh'], action: guardFix },
     );
   },
 };

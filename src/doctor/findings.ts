@@ -1,6 +1,8 @@
-import { LAYOUT } from '../../layout.js';
-import type { AnswersRead } from '../context.js';
-import { fail, type Finding } from '../types.js';
+import { LAYOUT } from '../layout.js';
+import type { AnswersRead } from './context.js';
+import { fail, type Finding } from './types.js';
+
+// Findings several checks share (checks/ holds the checks only); openclaw.json's: config-findings.ts.
 
 /**
  * The finding of a check that needs the stored answers and has none: missing, or a

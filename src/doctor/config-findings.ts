@@ -1,8 +1,11 @@
-import { LAYOUT } from '../../layout.js';
-import { enforceRouting, type Restoration } from '../../guard/routing.js';
-import type { DoctorContext } from '../context.js';
-import { fail, type Finding } from '../types.js';
-import { answersFinding } from './stored-answers.js';
+import { enforceRouting, type Restoration } from '../guard/routing.js';
+import { LAYOUT } from '../layout.js';
+import { runtimeConfigFix } from './checks/runtime-config.js';
+import type { DoctorContext } from './context.js';
+import { answersFinding } from './findings.js';
+import { fail, type Finding } from './types.js';
+
+// Findings about openclaw.json several checks share (the guard's routing, an unreadable config).
 
 /** The guard's verdict on the current config, or a finding saying why there is none. */
 export async function routingDrift(ctx: DoctorContext): Promise<Restoration[] | Finding> {
@@ -22,7 +25,7 @@ export async function configFinding(ctx: DoctorContext): Promise<Finding> {
   const missing = !(await ctx.host.files.exists(LAYOUT.runtimeConfig));
   return fail(problem ?? `${LAYOUT.runtimeConfig} is unreadable`, missing ? 'write the runtime config again (doctor --fix or the install)' : 'restore it from the last backup, or move it aside and run the install', {
     commands: missing ? ['service-deploy doctor --fix', 'service-deploy install'] : [`mv ${LAYOUT.runtimeConfig} ${LAYOUT.runtimeConfig}.broken`, 'service-deploy install'],
-    ...(missing ? { action: 'runtime-config' as const } : {}),
+    ...(missing ? { action: runtimeConfigFix } : {}),
   });
 }
 

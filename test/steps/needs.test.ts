@@ -1,0 +1,32 @@
+import { describe, expect, it } from 'vitest';
+import { needsProblems } from '../../src/pipeline/needs.js';
+import { LOCKS, type Step } from '../../src/pipeline/step.js';
+import { installSteps } from '../../src/steps/index.js';
+
+const step = (id: string, needs: string[] = []): Step => ({ id, title: id, needs, check: async () => ({ changes: [] }), apply: async () => {} });
+
+describe("the steps' needs (what a runner starting steps together must wait for)", () => {
+  it('name only steps of the pipeline and locks, none needs a later step, no circle', () => {
+    expect(needsProblems(installSteps())).toEqual([]);
+  });
+
+  it('the steps that install with apt take its lock; the gateway waits for everything it reads', () => {
+    const steps = installSteps();
+    const byId = new Map(steps.map((s) => [s.id, s]));
+    expect(steps.filter((s) => s.needs?.includes(LOCKS.apt)).map((s) => s.id).sort()).toEqual(['browser', 'mesh-client', 'system-packages']);
+    expect(byId.get('gateway-service')!.needs).toEqual(expect.arrayContaining(['runtime-config', 'runtime-secrets', 'channel-drop-in', 'agent-runtime']));
+    // The manifest records what every step before it wrote.
+    expect(byId.get('manifest')!.needs).toEqual(steps.slice(0, steps.findIndex((s) => s.id === 'manifest')).map((s) => s.id));
+  });
+
+  it('an unknown name, a later step and a circle are each named', () => {
+    expect(needsProblems([step('a', ['nothing'])])).toEqual([`step a needs nothing, which is neither a step nor a lock (${Object.values(LOCKS).join(', ')})`]);
+    expect(needsProblems([step('a', ['b']), step('b')])).toEqual(['step a needs b, which runs after it']);
+    expect(needsProblems([step('a', ['a'])])).toEqual(['step a needs a, which runs as itself', 'the steps need each other in a circle: a -> a']);
+    expect(needsProblems([step('a', ['c']), step('b', ['a']), step('c', ['b'])])).toEqual([
+      'step a needs c, which runs after it',
+      'the steps need each other in a circle: a -> c -> b -> a',
+    ]);
+    expect(needsProblems([step('apt')])).toEqual(['step apt has the name of a lock']);
+  });
+});
