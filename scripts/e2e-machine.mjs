@@ -165,6 +165,10 @@ export function cleanLeftovers(runId, say) {
       if (spawnSync('mountpoint', ['-q', state.root]).status === 0 && spawnSync('umount', [state.root]).status !== 0) spawnSync('umount', ['-l', state.root]);
       fs.rmSync(base, { recursive: true, force: true });
     }
+    // Its cgroups (test/e2e/cgroups.ts), deepest first; only folders the harness names so.
+    for (const dir of Array.isArray(state.cgroups) ? state.cgroups : []) {
+      if (typeof dir === 'string' && dir.startsWith('/sys/fs/cgroup/') && /^sd-(e2e|soak)-/.test(path.basename(dir)) && fs.existsSync(dir)) spawnSync('find', [dir, '-depth', '-type', 'd', '-exec', 'rmdir', '{}', '+'], { stdio: 'ignore' });
+    }
     fs.rmSync(state.file, { force: true });
   }
   // Network slots (test/e2e/netns.ts) whose owner is gone: veth pair and namespace.

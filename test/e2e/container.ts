@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
 import { E2E_CACHE } from './artifacts.js';
+import { containerCgroups, foreignProcesses, pidNamespace, removeCgroups, unifiedCgroupOf } from './cgroups.js';
 import type { NetSlot } from './netns.js';
 
 /**
@@ -194,6 +195,7 @@ export interface ContainerOptions {
   /**
    * A cgroup folder of the host that systemd-nspawn starts in, so that the whole
    * container is in it from its first process (the soak's memory limit: test/e2e/soak-host.ts).
+   * Every container also gets cgroups of its own in the hierarchies nspawn uses (cgroups.ts).
    */
   cgroup?: string;
   log: (line: string) => void;
@@ -203,6 +205,8 @@ export class Container {
   readonly root: string;
   private nspawnPidValue = 0;
   initPid = 0;
+  /** The host cgroup folders this container runs in (cgroups.ts), removed with it. */
+  private cgroups: string[] = [];
   private exited: Promise<void> = Promise.resolve();
   private nspawnLog: string;
 
@@ -239,19 +243,21 @@ export class Container {
    * Shell lines (as root) that stop this container and remove what it took on the host:
    * the container powered off through systemd-nspawn (SIGTERM to nspawn: an orderly
    * poweroff; SIGTERM to the container's init would only make systemd re-execute itself),
-   * waited for, then the loop-mounted root image unmounted and its folder removed.
+   * waited for, then the loop-mounted root image unmounted and its folder removed, and
+   * its cgroups (cgroups.ts) removed.
    */
   stopCommands(): string[] {
     const base = this.baseDir;
     return [
       `kill -TERM ${this.nspawnPidValue}; while kill -0 ${this.nspawnPidValue} 2>/dev/null; do sleep 1; done`,
       `umount ${this.root} 2>/dev/null || umount -l ${this.root}; rm -rf ${base} ${this.runningFile}`,
+      ...(this.cgroups.length > 0 ? [`find ${this.cgroups.join(' ')} -depth -type d -exec rmdir {} +`] : []),
     ];
   }
 
   private record(owner: { harnessPid: number; runId?: string } = { harnessPid: process.pid, runId: process.env.E2E_RUN_ID }): void {
     fs.mkdirSync(RUNNING_DIR, { recursive: true });
-    fs.writeFileSync(this.runningFile, JSON.stringify({ nspawnPid: this.nspawnPidValue, initPid: this.initPid || undefined, root: this.root, ...owner }) + '\n');
+    fs.writeFileSync(this.runningFile, JSON.stringify({ nspawnPid: this.nspawnPidValue, initPid: this.initPid || undefined, root: this.root, cgroups: this.cgroups, ...owner }) + '\n');
   }
 
   /**
@@ -301,9 +307,11 @@ export class Container {
     // blocks, PID 1's own included (cloud-final's output goes to journal+console), and the
     // whole container stops answering.
     const nspawn = ['systemd-nspawn', '--register=no', '--keep-unit', '--console=read-only', `--machine=${this.options.hostname}`, ...network, ...binds, '-D', this.root, '-b'];
-    // In a cgroup of its own: the shell moves itself there, then becomes systemd-nspawn.
-    const [command, ...args] = this.options.cgroup ? ['/bin/sh', '-c', 'echo $$ >"$0/cgroup.procs" && exec "$@"', this.options.cgroup, ...nspawn] : nspawn;
-    const child = spawn(command!, args, {
+    // In cgroups of its own (cgroups.ts): the shell moves itself into each, then becomes systemd-nspawn.
+    this.cgroups = containerCgroups(`sd-e2e-${this.options.hostname}-${path.basename(this.baseDir).replace(/^sd-e2e-/, '')}`, this.options.cgroup);
+    this.record();
+    const enter = 'n=$0; while [ "$n" -gt 0 ]; do echo $$ >"$1/cgroup.procs" || exit 1; shift; n=$((n - 1)); done; exec "$@"';
+    const child = spawn('/bin/sh', ['-c', enter, String(this.cgroups.length), ...this.cgroups, ...nspawn], {
       stdio: ['ignore', out, out],
       detached: true,
     });
@@ -322,6 +330,7 @@ export class Container {
       if (!this.initPid) await sleep(100);
     }
     this.record();
+    this.assertOwnCgroup();
     if (this.options.waitFor === 'manager') {
       await this.waitForManager();
       return;
@@ -351,6 +360,20 @@ export class Container {
       if (Date.now() > deadline) throw new Error(`the container's systemd did not answer within 120 s:\n${state.stderr}\n${this.bootLog()}`);
       await sleep(250);
     }
+  }
+
+  /**
+   * The container's init shares its cgroup with no other container's processes (the
+   * soak counted other e2e jobs' gateways as its own before each container had
+   * cgroups of its own: cgroups.ts).
+   */
+  private assertOwnCgroup(): void {
+    const dir = unifiedCgroupOf(this.initPid);
+    if (!dir) return;
+    const procs = path.join(dir, 'cgroup.procs');
+    const pids = fs.readFileSync(procs, 'utf8').split('\n').filter(Boolean).map(Number);
+    const foreign = foreignProcesses(pids, pidNamespace(this.initPid) ?? '');
+    if (foreign.length > 0) throw new Error(`the container's init shares its cgroup (${procs}) with ${foreign.length} processes of another container (pids ${foreign.join(', ')}): counts of its processes and memory would include theirs`);
   }
 
   bootLog(): string {
@@ -401,6 +424,7 @@ export class Container {
         await Promise.race([this.exited, sleep(10_000)]);
       }
     }
+    await removeCgroups(this.cgroups).catch((error: Error) => this.options.log(error.message));
     await unmountScratch(this.root);
     // What the host's disk gave this server, read after the unmount wrote the image out
     // (scripts/e2e.mjs plans the jobs' disk by it).

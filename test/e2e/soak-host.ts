@@ -4,39 +4,9 @@
 // log. Reading from the host adds no process to the server between samples.
 import fs from 'node:fs';
 import path from 'node:path';
+import { cgroupsOf, foreignProcesses, mounts, pidNamespace } from './cgroups.js';
 import type { Container } from './container.js';
 import { GATEWAY_UNIT } from './harness.js';
-
-interface Mount {
-  point: string;
-  type: string;
-  options: string[];
-}
-
-function mounts(): Mount[] {
-  return fs
-    .readFileSync('/proc/self/mountinfo', 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((line) => {
-      const [left, right] = line.split(' - ');
-      const fields = left!.split(' ');
-      const [type, , superOptions] = right!.split(' ');
-      return { point: fields[4]!, type: type!, options: (superOptions ?? '').split(',') };
-    });
-}
-
-/** `hierarchy-id:controllers:path` lines of /proc/<pid>/cgroup. */
-function cgroupsOf(pid: number | 'self'): Array<{ controllers: string[]; path: string }> {
-  return fs
-    .readFileSync(`/proc/${pid}/cgroup`, 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((line) => {
-      const [, controllers, ...rest] = line.split(':');
-      return { controllers: controllers ? controllers.split(',') : [], path: rest.join(':') };
-    });
-}
 
 const readNumber = (file: string) => Number(fs.readFileSync(file, 'utf8').trim());
 function statFile(file: string): Record<string, number> {
@@ -52,6 +22,15 @@ export interface MemcgStats {
   usageBytes: number;
   anonBytes: number;
   cacheBytes: number;
+  /**
+   * What the server's processes hold that the kernel cannot take back without killing
+   * one: usage less the page cache not recently used (inactive_file), the "working set"
+   * as the kernel's own memory-pressure tools and container runtimes define it. Anonymous
+   * memory, shared memory (tmpfs) and the page cache in use (mapped programs, hot files).
+   */
+  workingSetBytes: number;
+  /** Shared memory (tmpfs such as the gateway's PrivateTmp): page cache by the kernel's books, but not reclaimable without swap. */
+  shmemBytes: number;
   limitBytes: number;
   oomKills: number;
 }
@@ -105,19 +84,25 @@ export class MemoryLimit {
   stats(): MemcgStats {
     if (this.version === 1) {
       const stat = statFile(path.join(this.dir, 'memory.stat'));
+      const usageBytes = readNumber(path.join(this.dir, 'memory.usage_in_bytes'));
       return {
-        usageBytes: readNumber(path.join(this.dir, 'memory.usage_in_bytes')),
+        usageBytes,
         anonBytes: stat.total_rss ?? 0,
         cacheBytes: stat.total_cache ?? 0,
+        workingSetBytes: Math.max(0, usageBytes - (stat.total_inactive_file ?? 0)),
+        shmemBytes: stat.total_shmem ?? 0,
         limitBytes: readNumber(path.join(this.dir, 'memory.limit_in_bytes')),
         oomKills: statFile(path.join(this.dir, 'memory.oom_control')).oom_kill ?? 0,
       };
     }
     const stat = statFile(path.join(this.dir, 'memory.stat'));
+    const usageBytes = readNumber(path.join(this.dir, 'memory.current'));
     return {
-      usageBytes: readNumber(path.join(this.dir, 'memory.current')),
+      usageBytes,
       anonBytes: stat.anon ?? 0,
       cacheBytes: stat.file ?? 0,
+      workingSetBytes: Math.max(0, usageBytes - (stat.inactive_file ?? 0)),
+      shmemBytes: stat.shmem ?? 0,
       limitBytes: readNumber(path.join(this.dir, 'memory.max')),
       oomKills: statFile(path.join(this.dir, 'memory.events')).oom_kill ?? 0,
     };
@@ -137,12 +122,31 @@ export class MemoryLimit {
   }
 }
 
+/** One process of a sample: what the bench keeps to say which processes came and went (soak.json). */
+export interface ProcessDetail {
+  pid: number;
+  ppid: number;
+  name: string;
+  anonBytes: number;
+  /** Seconds since the process started (its /proc stat start time against the host's uptime). */
+  ageS: number;
+}
+
 export interface ProcessFigures {
   pids: number[];
   anonBytes: number;
   pssBytes: number;
   fds: number;
   byName: Record<string, number>;
+  detail: ProcessDetail[];
+}
+
+const CLOCK_TICKS = 100; // USER_HZ on Linux
+function statOf(pid: number): { ppid: number; ageS: number } {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const uptimeS = Number(fs.readFileSync('/proc/uptime', 'utf8').split(' ')[0]);
+  return { ppid: Number(fields[1]), ageS: Math.max(0, Math.round(uptimeS - Number(fields[19]) / CLOCK_TICKS)) };
 }
 
 /**
@@ -154,21 +158,26 @@ export function processKind(pid: number): string {
   const argv = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
   const base = (p: string | undefined) => (p ?? '?').split('/').pop()!;
   if (argv.length === 0) return fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
-  if (base(argv[0]) === 'node' && argv[1]) return [base(argv[1]), ...(argv[2] && !argv[2].startsWith('-') ? [argv[2]] : [])].join(' ');
+  // A generic script name (the runtime's spawn broker and several others are worker.js) with its folder.
+  const script = (p: string) => (/^(worker|index|main)\.m?js$/.test(base(p)) ? p.split('/').slice(-2).join('/') : base(p));
+  if (base(argv[0]) === 'node' && argv[1]) return [script(argv[1]), ...(argv[2] && !argv[2].startsWith('-') ? [argv[2]] : [])].join(' ');
   return base(argv[0]).split(' ')[0]!;
 }
 
 function processFigures(pids: number[]): ProcessFigures {
-  const out: ProcessFigures = { pids: [], anonBytes: 0, pssBytes: 0, fds: 0, byName: {} };
+  const out: ProcessFigures = { pids: [], anonBytes: 0, pssBytes: 0, fds: 0, byName: {}, detail: [] };
   for (const pid of pids) {
     try {
       const rollup = fs.readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
       const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(rollup)?.[1] ?? 0) * 1024;
       const name = processKind(pid);
-      out.fds += fs.readdirSync(`/proc/${pid}/fd`).length;
+      const fds = fs.readdirSync(`/proc/${pid}/fd`).length;
+      const { ppid, ageS } = statOf(pid);
+      out.fds += fds;
       out.anonBytes += kb('Anonymous');
       out.pssBytes += kb('Pss');
       out.byName[name] = (out.byName[name] ?? 0) + 1;
+      out.detail.push({ pid, ppid, name, anonBytes: kb('Anonymous'), ageS });
       out.pids.push(pid);
     } catch {
       // gone meanwhile (or a kernel thread without smaps): not counted
@@ -185,8 +194,10 @@ function processFigures(pids: number[]): ProcessFigures {
 export class ServerProbe {
   private readonly root: string;
   private unitDir: string | undefined;
+  private readonly namespace: string;
 
   constructor(initPid: number, private readonly unit = GATEWAY_UNIT) {
+    this.namespace = pidNamespace(initPid) ?? '';
     const all = mounts();
     const groups = cgroupsOf(initPid);
     const unified = all.find((m) => m.type === 'cgroup2');
@@ -229,13 +240,16 @@ export class ServerProbe {
       for (const e of entries) if (e.isDirectory()) visit(path.join(d, e.name));
     };
     visit(dir);
+    // Another container's processes here would be counted as this server's (cgroups.ts).
+    const foreign = foreignProcesses(out, this.namespace);
+    if (foreign.length > 0) throw new Error(`${dir} holds ${foreign.length} processes of another container (host pids ${foreign.slice(0, 10).join(', ')}): its cgroups are shared, and no count of them is this server's`);
     return out;
   }
 
   /** The gateway unit's processes, memory and fds; `mainPid` is its process systemd started (0: none running). */
   unitFigures(): ProcessFigures & { mainPid: number; cgroupAnonBytes?: number } {
     const dir = this.findUnit();
-    if (!dir) return { pids: [], anonBytes: 0, pssBytes: 0, fds: 0, byName: {}, mainPid: 0 };
+    if (!dir) return { pids: [], anonBytes: 0, pssBytes: 0, fds: 0, byName: {}, detail: [], mainPid: 0 };
     const figures = processFigures(this.pidsUnder(dir));
     const inUnit = new Set(figures.pids);
     const parentOf = (pid: number) => {

@@ -2,7 +2,7 @@
 // small pure function. Two line charts need axes, ticks, polylines and a few labels;
 // a plotting library (and a headless browser or canvas to render it) would be most of
 // the bench's dependencies for that.
-import type { SoakSample } from './soak.js';
+import { serverMemory, type SoakSample } from './soak.js';
 
 export interface Series {
   name: string;
@@ -92,6 +92,7 @@ export function renderSvg(samples: SoakSample[], options: { title: string; subti
   const at = (pick: (s: SoakSample) => number): Array<[number, number]> => samples.map((s) => [s.chats, pick(s)]);
   const limit = samples.find((s) => s.memcg)?.memcg?.limitBytes;
   const memory: Series[] = [
+    ...(limit ? [{ name: 'server working set (cgroup)', color: '#111827', points: at((s) => MiB(serverMemory(s))) }] : []),
     { name: 'server processes PSS', color: '#6b7280', points: at((s) => MiB(s.server.pssBytes)) },
     { name: 'gateway unit PSS', color: '#2563eb', points: at((s) => MiB(s.unit.pssBytes)) },
     { name: 'gateway unit anon', color: '#dc2626', points: at((s) => MiB(s.unit.anonBytes)) },

@@ -62,7 +62,7 @@ export class SoakRecorder {
       failed: progress.failed,
       sessions: progress.sessions,
       gatewayPid: unit.mainPid,
-      unit: { anonBytes: unit.cgroupAnonBytes ?? unit.anonBytes, pssBytes: unit.pssBytes, processes: unit.pids.length, fds: unit.fds, byName: unit.byName },
+      unit: { anonBytes: unit.cgroupAnonBytes ?? unit.anonBytes, pssBytes: unit.pssBytes, processes: unit.pids.length, fds: unit.fds, byName: unit.byName, procs: unit.detail },
       server: { pssBytes: server.pssBytes, anonBytes: server.anonBytes, processes: server.pids.length },
       ...(this.options.limit ? { memcg: this.options.limit.stats() } : {}),
       disk: inside.disk,

@@ -128,6 +128,20 @@ describe('the acceptance figures', () => {
     expect(short.verdicts.find((v) => v.name.startsWith('unit anonymous'))).toMatchObject({ ok: false, detail: expect.stringContaining('long enough') });
   });
 
+  it('judges the server\'s memory by its cgroup\'s working set when it has one: a PSS sum over the budget is information, a working set over it fails', () => {
+    const withCgroup = (workingSet: number) => [
+      { ...sample({ chats: 0, label: 'rest' }), memcg: { usageBytes: 900 * MiB, anonBytes: 600 * MiB, cacheBytes: 300 * MiB, workingSetBytes: 700 * MiB, shmemBytes: 0, limitBytes: 2048 * MiB, oomKills: 0 } },
+      ...Array.from({ length: 8 }, (_, i) => ({ ...sample({ chats: 100 + i * 100, anon: 1800 }), memcg: { usageBytes: 2000 * MiB, anonBytes: 1000 * MiB, cacheBytes: 1000 * MiB, workingSetBytes: workingSet * MiB, shmemBytes: 10 * MiB, limitBytes: 2048 * MiB, oomKills: 0 } })),
+    ];
+    const verdict = (samples: SoakSample[]) => summarize(samples, okChats(800)).verdicts.find((v) => v.name.startsWith('memory within'))!;
+    // 1,950 MiB of PSS, far over 1,536 MiB; the cgroup's own working set is 1,200 MiB.
+    expect(verdict(withCgroup(1200))).toMatchObject({ ok: true, detail: expect.stringMatching(/working set at rest 700 MiB, peak 1200 MiB.*server PSS at rest 550 MiB, peak 1950 MiB/) });
+    expect(verdict(withCgroup(1600)).ok).toBe(false);
+    // An older soak.json without the working set: the cgroup's usage, page cache included.
+    const old = withCgroup(1200).map((s) => ({ ...s, memcg: { ...s.memcg, workingSetBytes: undefined } }));
+    expect(verdict(old).ok).toBe(false);
+  });
+
   it('percentiles by nearest rank', () => {
     expect(percentile([], 50)).toBe(0);
     expect(percentile([5, 1, 3, 2, 4], 50)).toBe(3);
