@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { FROM_OUTPUT, placeholders, readQuickstart } from './e2e/quickstart.js';
+import { FROM_OUTPUT, failureLine, placeholders, readQuickstart } from './e2e/quickstart.js';
 
 // The e2e runs docs/quickstart.md's blocks (test/e2e/quickstart.ts); this catches a doc
 // edit the e2e could not run (a new placeholder, a lost block) in `npm test` already.
@@ -33,5 +33,12 @@ describe('docs/quickstart.md, as the e2e reads it', () => {
     // What `service-deploy devices list` prints for a pending request (src/ops/devices.ts).
     expect(FROM_OUTPUT['<request-id>']!.read('pending  3f2a9c1e-77aa  linux  cli  from 100.101.102.103\napprove one with: ...\n0 paired device(s)\n')).toBe('3f2a9c1e-77aa');
     expect(FROM_OUTPUT['<request-id>']!.read('no devices waiting for approval\n0 paired device(s)\n')).toBeUndefined();
+  });
+
+  it("a failed block's first line of failure says why (the install's failed step, not the recap)", () => {
+    const out = ['preflight ok', '\x1b[31m✖ Health check (gateway /healthz): the gateway does not answer http://127.0.0.1:18789/healthz\x1b[0m', 'recap: ok=20 changed=3 skipped=1 failed=1', ''].join('\n');
+    expect(failureLine(out)).toBe('✖ Health check (gateway /healthz): the gateway does not answer http://127.0.0.1:18789/healthz');
+    expect(failureLine('just this\n')).toBe('just this');
+    expect(failureLine('')).toBe('(no output)');
   });
 });

@@ -6,7 +6,7 @@ import { printLine } from '../output.js';
 import { recordProgramFiles } from '../pipeline/manifest.js';
 import { pipelineJson } from '../pipeline/report.js';
 import { GLOBAL_MODULES, installedPackageVersion, nodeFiles, openclawFiles } from '../runtime/openclaw.js';
-import { probeHealth } from '../steps/health.js';
+import { waitForGateway } from '../steps/health.js';
 import { UpgradeError, installBeside, runMigrations, switchToPrevious, switchToStaged, type UpgradeStage } from '../steps/openclaw-upgrade.js';
 import { loadComponents } from '../components.js';
 import { nodeVersionIn } from '../steps/node-runtime.js';
@@ -204,13 +204,8 @@ interface RollbackResult {
 }
 
 async function waitHealthy(host: Host): Promise<RollbackResult> {
-  const deadline = Date.now() + Number(host.env.SERVICE_HEALTH_TIMEOUT_MS ?? 120_000);
-  let last = await probeHealth(host);
-  while (!last.ok && Date.now() < deadline) {
-    await new Promise((resolve) => setTimeout(resolve, 1000));
-    last = await probeHealth(host);
-  }
-  return { healthy: last.ok, detail: `/healthz: ${last.detail}` };
+  const wait = await waitForGateway(host);
+  return { healthy: wait.ok, detail: `/healthz: ${wait.detail}` };
 }
 
 /** Nothing was switched: the old package and state are untouched; start what was stopped. */

@@ -5,7 +5,7 @@ import { userManagerEnv } from '../host/services.js';
 import { LAYOUT } from '../layout.js';
 import { printLine } from '../output.js';
 import { emitJson, errorBody, gatewayLogsOutput, gatewayRestartOutput, gatewayStatusOutput } from '../json/index.js';
-import { HEALTH_VERDICT_TIMEOUT_MS, healthUrl, probeHealth } from '../steps/health.js';
+import { HEALTH_VERDICT_TIMEOUT_MS, healthUrl, probeHealth, waitForGateway } from '../steps/health.js';
 import { openclaw } from '../runtime/openclaw.js';
 
 export interface OpsOptions {
@@ -66,12 +66,8 @@ async function status(host: Host, options: OpsOptions): Promise<void> {
 async function restart(host: Host, options: OpsOptions): Promise<void> {
   await host.services.daemonReload('user');
   await host.services.restart('user', UNIT);
-  const deadline = Date.now() + Number(host.env.SERVICE_HEALTH_TIMEOUT_MS ?? 60_000);
-  let health = await probeHealth(host);
-  while (!health.ok && Date.now() < deadline) {
-    await new Promise((resolve) => setTimeout(resolve, 1000));
-    health = await probeHealth(host);
-  }
+  const wait = await waitForGateway(host);
+  const health = { ok: wait.ok, detail: wait.detail };
   const pid = await host.services.mainPid('user', UNIT);
   const failure = health.ok
     ? undefined

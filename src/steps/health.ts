@@ -2,7 +2,7 @@ import { DeployError } from '../errors.js';
 import type { Host } from '../host/index.js';
 import { waitProgress } from '../pipeline/progress.js';
 import type { Step } from '../pipeline/step.js';
-import { GATEWAY_PORT } from '../layout.js';
+import { GATEWAY_PORT, LAYOUT } from '../layout.js';
 
 export function healthUrl(host: Host): string {
   // SERVICE_HEALTH_URL exists for sandbox tests, whose stand-in gateway cannot own 18789.
@@ -16,6 +16,17 @@ export function healthUrl(host: Host): string {
  */
 export const HEALTH_VERDICT_TIMEOUT_MS = 10_000;
 
+/**
+ * How long a (re)started gateway gets to answer /healthz: 10-30 s on an idle small
+ * server, but minutes on a busy one (a 2-core machine at load 25 took 88 s for the first
+ * start). Past START_PATIENCE_MS a gateway that is still the same running process (not
+ * exited, not restarted by systemd) is starting, not broken, and gets up to
+ * START_CAP_MS; one that exited or restarts in a loop fails at START_PATIENCE_MS.
+ * SERVICE_HEALTH_TIMEOUT_MS, when set, is one fixed limit instead.
+ */
+export const START_PATIENCE_MS = 120_000;
+export const START_CAP_MS = 600_000;
+
 export async function probeHealth(host: Host, timeoutMs = 3000): Promise<{ ok: boolean; detail: string }> {
   try {
     const res = await host.net.request(healthUrl(host), { timeoutMs });
@@ -25,24 +36,64 @@ export async function probeHealth(host: Host, timeoutMs = 3000): Promise<{ ok: b
   }
 }
 
-/** The gateway answers /healthz (it takes 10-20 s after a (re)start on a small server). */
+export interface GatewayWait {
+  ok: boolean;
+  /** The last probe's answer, or why the wait ended early. */
+  detail: string;
+  waitedMs: number;
+}
+
+export interface GatewayWaitOptions {
+  /** A line per probe: how long, against what, and whether the gateway is still starting. */
+  progress?: (text: string) => void;
+  /** Defaults: START_PATIENCE_MS, START_CAP_MS, one probe a second (tests make them short). */
+  patienceMs?: number;
+  capMs?: number;
+  pollMs?: number;
+}
+
+/** Polls /healthz after a (re)start until it answers, within the limits above. */
+export async function waitForGateway(host: Host, options: GatewayWaitOptions = {}): Promise<GatewayWait> {
+  const started = Date.now();
+  const progress = options.progress ?? (() => {});
+  const fixed = host.env.SERVICE_HEALTH_TIMEOUT_MS;
+  const patienceMs = fixed !== undefined ? Number(fixed) : (options.patienceMs ?? START_PATIENCE_MS);
+  const capMs = fixed !== undefined ? Number(fixed) : (options.capMs ?? START_CAP_MS);
+  const pollMs = options.pollMs ?? 1000;
+  let last = await probeHealth(host);
+  // The gateway's pid when the patience ran out: from then on it must stay that process.
+  let startingPid: number | undefined;
+  for (;;) {
+    if (last.ok) return { ok: true, detail: last.detail, waitedMs: Date.now() - started };
+    const elapsed = Date.now() - started;
+    if (elapsed >= capMs) break;
+    if (elapsed < patienceMs) {
+      progress(`waiting for ${healthUrl(host)}: ${waitProgress(elapsed, patienceMs)} (${last.detail})`);
+    } else {
+      const pid = await host.services.mainPid('user', LAYOUT.gatewayUnit).catch(() => undefined);
+      startingPid ??= pid;
+      if (pid === undefined || pid !== startingPid) {
+        const why = pid === undefined ? 'the gateway is not running' : `the gateway restarted (pid ${startingPid} -> ${pid})`;
+        return { ok: false, detail: `${last.detail}; ${why} after ${Math.round(elapsed / 1000)} s`, waitedMs: elapsed };
+      }
+      progress(`waiting for ${healthUrl(host)}: ${waitProgress(elapsed, capMs)}; the gateway (pid ${pid}) is still starting (${last.detail})`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, pollMs));
+    last = await probeHealth(host);
+  }
+  return { ok: false, detail: last.detail, waitedMs: Date.now() - started };
+}
+
+/** The gateway answers /healthz (it takes 10-30 s after a (re)start on a small server, minutes on a busy one). */
 export const healthStep: Step = {
   id: 'health',
   title: 'Health check (gateway /healthz)',
   speculative: false,
   skip: ({ options }) => (options.check ? 'check mode: nothing was started' : undefined),
   async check(ctx) {
-    const { host } = ctx;
-    const started = Date.now();
-    const limitMs = Number(host.env.SERVICE_HEALTH_TIMEOUT_MS ?? 120_000);
-    let last = await probeHealth(host);
-    while (!last.ok && Date.now() < started + limitMs) {
-      ctx.progress(`waiting for ${healthUrl(host)}: ${waitProgress(Date.now() - started, limitMs)} (${last.detail})`);
-      await new Promise((resolve) => setTimeout(resolve, 1000));
-      last = await probeHealth(host);
-    }
-    if (!last.ok) {
-      throw new DeployError(`the gateway does not answer ${healthUrl(host)}: ${last.detail}`, 'see `service-deploy gateway logs`, or run `service-deploy doctor`');
+    const wait = await waitForGateway(ctx.host, { progress: (text) => ctx.progress(text) });
+    if (!wait.ok) {
+      throw new DeployError(`the gateway does not answer ${healthUrl(ctx.host)}: ${wait.detail}`, 'see `service-deploy gateway logs`, or run `service-deploy doctor`');
     }
     return { changes: [] };
   },

@@ -105,9 +105,10 @@ export const memoryServiceStep: Step = {
     if (todo.start || todo.restart) await host.services.restart('user', LAYOUT.qmdMcpService);
   },
   async verify({ host, progress }) {
-    // QMD opens its index and listens within a second or two; on a busy small server longer.
+    // QMD opens its index and listens within a second or two; on a busy small server
+    // minutes. The wait ends at once if the unit stops being active (exited, failed).
     const started = Date.now();
-    const limitMs = Number(host.env.SERVICE_HEALTH_TIMEOUT_MS ?? 60_000);
+    const limitMs = Number(host.env.SERVICE_HEALTH_TIMEOUT_MS ?? 180_000);
     let last = await probeQmd(host);
     while (!last.ok && Date.now() < started + limitMs) {
       if (!(await host.services.isActive('user', LAYOUT.qmdMcpService).catch(() => false))) break;

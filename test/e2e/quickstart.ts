@@ -29,6 +29,7 @@ import { REPO } from '../helpers/binary.js';
 import { ensureOpenClaw } from '../helpers/openclaw.js';
 import { CUSTOMER, log, seconds, type World, type WorldOptions } from './harness.js';
 import { devicePaired, meshDeviceAsksToPair, type MeshDevice } from './pairing.js';
+import { budget } from '../helpers/budget.js';
 
 /** The server scenario's World needs sudo in its root (a cached image: debootstrap base + sudo). */
 export const QUICKSTART_WORLD: WorldOptions = { extraPackages: ['sudo'] };
@@ -170,13 +171,13 @@ export async function runQuickstart(world: World): Promise<QuickstartRun> {
       expect(unmapped, `docs/quickstart.md block ${i + 1} has a placeholder the e2e does not map: add it to placeholders() or FROM_OUTPUT`).toBeNull();
       const file = `/home/${USER}/quickstart-${i + 1}.sh`;
       fs.writeFileSync(c.hostPath(file), script, { mode: 0o644 });
-      const r = await c.sh(`set -a; . /root/e2e/sources.env; set +a; cd /home/${USER} && runuser -u ${USER} -- env HOME=/home/${USER} SUDO_EDITOR=${EDITOR} bash -e -o pipefail ${file}`, { timeoutMs: 15 * 60_000 });
+      const r = await c.sh(`set -a; . /root/e2e/sources.env; set +a; cd /home/${USER} && runuser -u ${USER} -- env HOME=/home/${USER} SUDO_EDITOR=${EDITOR} bash -e -o pipefail ${file}`, { timeoutMs: budget(15 * 60_000) });
       run.blocks.push({ section: doc.sections[i]!, command: shown, exitCode: r.exitCode, ms: r.ms });
       outputs.push({ script, stdout: r.stdout });
       const output = `${r.stdout}${r.stderr}`;
       const leaked = Object.entries(world.secrets).filter(([, v]) => output.includes(v)).map(([k]) => k);
       expect(leaked, `secrets in the output of quickstart block ${i + 1}`).toEqual([]);
-      expect(r.exitCode, `docs/quickstart.md block ${i + 1} (${shown}) exit ${r.exitCode}\n${world.masked(output).slice(-4000)}`).toBe(0);
+      expect(r.exitCode, `docs/quickstart.md block ${i + 1} (${shown}) exit ${r.exitCode}: ${world.masked(failureLine(output))}\n${world.masked(output).slice(-4000)}`).toBe(0);
       if (script.includes('install.sh')) {
         run.installMs = r.ms;
         expect(r.stderr).toContain('answers file /root/answers.env (--answers): SERVICE_CUSTOMER_NAME SERVICE_API_KEY SERVICE_MESH_AUTH_KEY SERVICE_MCP_TOKEN');
@@ -211,4 +212,15 @@ export async function runQuickstart(world: World): Promise<QuickstartRun> {
   log(`quickstart: ${run.blocks.length} blocks, install ${seconds(run.installMs)}, all ${seconds(run.wallMs)}`);
   log(run.walkthrough.line);
   return run;
+}
+
+/**
+ * The line of a command's output that says why it failed, for the first line of an
+ * assertion (CI's summary keeps only that): the last line naming a failure or an error
+ * that is not the recap, else the last line.
+ */
+export function failureLine(output: string): string {
+  const lines = output.split('\n').map((line) => line.replace(/\x1b\[[0-9;]*m/g, '').trim()).filter(Boolean);
+  const telling = lines.filter((line) => /✖|error|fail|refus|cannot|does not|timed out/i.test(line) && !/^recap:/.test(line));
+  return (telling.at(-1) ?? lines.at(-1) ?? '(no output)').slice(0, 300);
 }

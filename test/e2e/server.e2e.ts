@@ -294,7 +294,9 @@ test -f /root/.config/systemd/user/${GATEWAY_UNIT}.d/service-env.conf && echo "o
   defaultSuiteStep("5d. soak, short form: ~250 signed chats over 100 portal sessions from 12 addresses; the gateway unit's process count does not grow with them", 30 * 60_000, async () => {
     report.soakShort = await shortSoak(world, { token, knock });
   }, { independent: true });
-  defaultSuiteStep(`5e. Node: a server on the previous pin (${PREVIOUS_NODE_VERSION}, every server before this release) answers and doctor fails its Node; a re-run upgrades it to ${components.node.version} (the gateway on it, answering); rollback by hand and the upgrade again`, 30 * 60_000, async () => {
+  // On trixie: bookworm has the soak's short form, and the two jobs, which run at once,
+  // take about as long (bookworm with both ran past the e2e's 55-minute budget).
+  suiteStep('trixie', `5e. Node: a server on the previous pin (${PREVIOUS_NODE_VERSION}, every server before this release) answers and doctor fails its Node; a re-run upgrades it to ${components.node.version} (the gateway on it, answering); rollback by hand and the upgrade again`, 30 * 60_000, async () => {
     const { reply, ...previous } = await serverOnPreviousNode(world, chat);
     report.nodeUpgrade = { previous, ...(await upgradeFromPreviousNode(world, chat, reply)) };
   });
