@@ -136,6 +136,36 @@ async function install(): Promise<void> {
   }
 }
 
+/** The server's guard.log: the hourly guard from cron and the bench's own guard run both write it. */
+const GUARD_LOG = '/var/log/service-deploy/guard.log';
+let guardLogSeen = 0;
+function guardLogLines(): string[] {
+  try {
+    return fs.readFileSync(world.container.hostPath(GUARD_LOG), 'utf8').split('\n').filter(Boolean);
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * The hourly guard (cron, at minute 30) puts the managed 30-minute heartbeat back and
+ * restarts the gateway, as on any server: an event, and the soak's heartbeat again
+ * (without this, an hour into the soak its quiet spells had no heartbeat any more).
+ */
+function hourlyGuard(): void {
+  const lines = guardLogLines();
+  if (lines.length < guardLogSeen) guardLogSeen = 0; // rotated
+  const fresh = lines.slice(guardLogSeen);
+  guardLogSeen = lines.length;
+  const restored = fresh.filter((line) => / restored /.test(line));
+  if (restored.length === 0) return;
+  event('hourly guard (cron)', restored.map((line) => line.replace(/^\S+ /, '')).join('; '));
+  if (restored.some((line) => line.includes('agents.defaults.heartbeat'))) {
+    setHeartbeatEvery(world, settings.heartbeat);
+    event(`heartbeat every ${settings.heartbeat} again`);
+  }
+}
+
 function event(label: string, detail?: string): void {
   const chats = driver?.progress.answered ?? 0;
   events.push({ x: chats, label, atMs: Date.now() - started, ...(detail ? { detail } : {}) });
@@ -182,6 +212,7 @@ async function main(): Promise<number> {
 
   setHeartbeatEvery(world, settings.heartbeat);
   event(`heartbeat every ${settings.heartbeat}`);
+  guardLogSeen = guardLogLines().length;
 
   // The restart and the guard run happen while the traffic flows (chats that meet them
   // are retried), at a share of the plan's chats or of the time budget, whichever comes first.
@@ -205,6 +236,7 @@ async function main(): Promise<number> {
           event('guard run', `exit ${guard.exitCode}, restored: ${restored || 'nothing'}, gateway restarted: ${guard.json?.restarted ?? '?'}`);
           setHeartbeatEvery(world, settings.heartbeat);
           event(`heartbeat every ${settings.heartbeat} again`);
+          guardLogSeen = guardLogLines().length; // this run's lines are not the hourly guard's
         })().catch((error: Error) => void notes.push(`guard run failed: ${error.message}`)),
       );
     }
@@ -219,6 +251,7 @@ async function main(): Promise<number> {
     while (!done && Date.now() < wake) await new Promise((resolve) => setTimeout(resolve, 500));
     if (done) break;
     events(driver.progress);
+    hourlyGuard();
     if (settings.budgetMs > 0 && Date.now() - trafficStarted > settings.budgetMs && !stoppedAtBudget) {
       stoppedAtBudget = true;
       event('time budget: traffic stopped', `${driver.progress.answered} of ${plan.chats} planned chats answered in ${seconds(Date.now() - trafficStarted)}`);
