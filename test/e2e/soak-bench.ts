@@ -16,7 +16,7 @@ import { World, log, seconds } from './harness.js';
 import { PROCESS_SHARE, RECOMMENDED_MEMORY, planTraffic, renderReport, summarize, type ChatRecord, type SoakSample } from './soak.js';
 import { MemoryLimit, ServerProbe } from './soak-host.js';
 import { renderSvg, type Marker } from './soak-plot.js';
-import { SoakRecorder, restartGateway, setHeartbeatEvery, waitHealthy } from './soak-run.js';
+import { SoakRecorder, restartGateway, setHeartbeatEvery, waitHealthy, waitReady } from './soak-run.js';
 import { AddressPool, ChannelClient, SoakDriver } from './soak-traffic.js';
 
 /** SIZE: bytes, or a number with K, M, G (binary); 0: none. */
@@ -152,7 +152,7 @@ function guardLogLines(): string[] {
  * restarts the gateway, as on any server: an event, and the soak's heartbeat again
  * (without this, an hour into the soak its quiet spells had no heartbeat any more).
  */
-function hourlyGuard(): void {
+async function hourlyGuard(): Promise<void> {
   const lines = guardLogLines();
   if (lines.length < guardLogSeen) guardLogSeen = 0; // rotated
   const fresh = lines.slice(guardLogSeen);
@@ -161,6 +161,8 @@ function hourlyGuard(): void {
   if (restored.length === 0) return;
   event('hourly guard (cron)', restored.map((line) => line.replace(/^\S+ /, '')).join('; '));
   if (restored.some((line) => line.includes('agents.defaults.heartbeat'))) {
+    // Not while the gateway the guard restarted is starting (waitReady says why).
+    await waitReady(world);
     setHeartbeatEvery(world, settings.heartbeat);
     event(`heartbeat every ${settings.heartbeat} again`);
   }
@@ -217,6 +219,7 @@ async function main(): Promise<number> {
   // The restart and the guard run happen while the traffic flows (chats that meet them
   // are retried), at a share of the plan's chats or of the time budget, whichever comes first.
   const pending: Array<Promise<void>> = [];
+  let guarding = false;
   let restarted = false;
   let guarded = false;
   const trafficStarted = Date.now();
@@ -232,11 +235,12 @@ async function main(): Promise<number> {
       pending.push(
         (async () => {
           const guard = await world.deploy('guard --json');
+          guardLogSeen = guardLogLines().length; // this run's lines are not the hourly guard's
           const restored = (guard.json?.restorations ?? []).map((r: { what: string }) => r.what).join('; ');
           event('guard run', `exit ${guard.exitCode}, restored: ${restored || 'nothing'}, gateway restarted: ${guard.json?.restarted ?? '?'}`);
+          await waitReady(world);
           setHeartbeatEvery(world, settings.heartbeat);
           event(`heartbeat every ${settings.heartbeat} again`);
-          guardLogSeen = guardLogLines().length; // this run's lines are not the hourly guard's
         })().catch((error: Error) => void notes.push(`guard run failed: ${error.message}`)),
       );
     }
@@ -251,7 +255,10 @@ async function main(): Promise<number> {
     while (!done && Date.now() < wake) await new Promise((resolve) => setTimeout(resolve, 500));
     if (done) break;
     events(driver.progress);
-    hourlyGuard();
+    if (!guarding) {
+      guarding = true;
+      pending.push(hourlyGuard().catch((error: Error) => void notes.push(`setting the heartbeat after the hourly guard failed: ${error.message}`)).finally(() => (guarding = false)));
+    }
     if (settings.budgetMs > 0 && Date.now() - trafficStarted > settings.budgetMs && !stoppedAtBudget) {
       stoppedAtBudget = true;
       event('time budget: traffic stopped', `${driver.progress.answered} of ${plan.chats} planned chats answered in ${seconds(Date.now() - trafficStarted)}`);
