@@ -1,3 +1,4 @@
+import os from 'node:os';
 import type { Files } from './files.js';
 import type { Exec } from './exec.js';
 
@@ -74,4 +75,13 @@ export function versionBelow(have: string, floor: string): boolean {
     if ((a[i] ?? 0) !== (b[i] ?? 0)) return (a[i] ?? 0) < (b[i] ?? 0);
   }
   return false;
+}
+
+/**
+ * The server's memory in bytes: MemTotal of /proc/meminfo (what the kernel manages, less
+ * than the plan's nominal size by what firmware and the kernel keep), else Node's figure.
+ */
+export async function memoryTotal(files: Files): Promise<number> {
+  const kib = /^MemTotal:\s+(\d+) kB$/m.exec((await files.read('/proc/meminfo')) ?? '')?.[1];
+  return kib !== undefined ? Number(kib) * 1024 : os.totalmem();
 }

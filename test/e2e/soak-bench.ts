@@ -16,7 +16,7 @@ import { World, log, seconds } from './harness.js';
 import { PROCESS_SHARE, RECOMMENDED_MEMORY, planTraffic, renderReport, summarize, type ChatRecord, type SoakSample } from './soak.js';
 import { MemoryLimit, ServerProbe } from './soak-host.js';
 import { renderSvg, type Marker } from './soak-plot.js';
-import { SoakRecorder, restartGateway, setHeartbeatEvery, waitHealthy } from './soak-run.js';
+import { SoakRecorder, restartGateway, setHeartbeatEvery, waitHealthy, waitReady } from './soak-run.js';
 import { AddressPool, ChannelClient, SoakDriver } from './soak-traffic.js';
 
 /** SIZE: bytes, or a number with K, M, G (binary); 0: none. */
@@ -136,6 +136,38 @@ async function install(): Promise<void> {
   }
 }
 
+/** The server's guard.log: the hourly guard from cron and the bench's own guard run both write it. */
+const GUARD_LOG = '/var/log/service-deploy/guard.log';
+let guardLogSeen = 0;
+function guardLogLines(): string[] {
+  try {
+    return fs.readFileSync(world.container.hostPath(GUARD_LOG), 'utf8').split('\n').filter(Boolean);
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * The hourly guard (cron, at minute 30) puts the managed 30-minute heartbeat back and
+ * restarts the gateway, as on any server: an event, and the soak's heartbeat again
+ * (without this, an hour into the soak its quiet spells had no heartbeat any more).
+ */
+async function hourlyGuard(): Promise<void> {
+  const lines = guardLogLines();
+  if (lines.length < guardLogSeen) guardLogSeen = 0; // rotated
+  const fresh = lines.slice(guardLogSeen);
+  guardLogSeen = lines.length;
+  const restored = fresh.filter((line) => / restored /.test(line));
+  if (restored.length === 0) return;
+  event('hourly guard (cron)', restored.map((line) => line.replace(/^\S+ /, '')).join('; '));
+  if (restored.some((line) => line.includes('agents.defaults.heartbeat'))) {
+    // Not while the gateway the guard restarted is starting (waitReady says why).
+    await waitReady(world);
+    setHeartbeatEvery(world, settings.heartbeat);
+    event(`heartbeat every ${settings.heartbeat} again`);
+  }
+}
+
 function event(label: string, detail?: string): void {
   const chats = driver?.progress.answered ?? 0;
   events.push({ x: chats, label, atMs: Date.now() - started, ...(detail ? { detail } : {}) });
@@ -182,10 +214,12 @@ async function main(): Promise<number> {
 
   setHeartbeatEvery(world, settings.heartbeat);
   event(`heartbeat every ${settings.heartbeat}`);
+  guardLogSeen = guardLogLines().length;
 
   // The restart and the guard run happen while the traffic flows (chats that meet them
   // are retried), at a share of the plan's chats or of the time budget, whichever comes first.
   const pending: Array<Promise<void>> = [];
+  let guarding = false;
   let restarted = false;
   let guarded = false;
   const trafficStarted = Date.now();
@@ -201,8 +235,10 @@ async function main(): Promise<number> {
       pending.push(
         (async () => {
           const guard = await world.deploy('guard --json');
+          guardLogSeen = guardLogLines().length; // this run's lines are not the hourly guard's
           const restored = (guard.json?.restorations ?? []).map((r: { what: string }) => r.what).join('; ');
           event('guard run', `exit ${guard.exitCode}, restored: ${restored || 'nothing'}, gateway restarted: ${guard.json?.restarted ?? '?'}`);
+          await waitReady(world);
           setHeartbeatEvery(world, settings.heartbeat);
           event(`heartbeat every ${settings.heartbeat} again`);
         })().catch((error: Error) => void notes.push(`guard run failed: ${error.message}`)),
@@ -219,6 +255,10 @@ async function main(): Promise<number> {
     while (!done && Date.now() < wake) await new Promise((resolve) => setTimeout(resolve, 500));
     if (done) break;
     events(driver.progress);
+    if (!guarding) {
+      guarding = true;
+      pending.push(hourlyGuard().catch((error: Error) => void notes.push(`setting the heartbeat after the hourly guard failed: ${error.message}`)).finally(() => (guarding = false)));
+    }
     if (settings.budgetMs > 0 && Date.now() - trafficStarted > settings.budgetMs && !stoppedAtBudget) {
       stoppedAtBudget = true;
       event('time budget: traffic stopped', `${driver.progress.answered} of ${plan.chats} planned chats answered in ${seconds(Date.now() - trafficStarted)}`);

@@ -78,11 +78,21 @@ export class SoakRecorder {
 }
 
 /** Waits until the gateway answers /healthz inside the server (it takes 10-30 s to start, minutes on a loaded machine). */
-export async function waitHealthy(world: World, timeoutMs = 10 * 60_000): Promise<number> {
+export async function waitHealthy(world: World, timeoutMs = 10 * 60_000, probe: '/healthz' | '/readyz' = '/healthz'): Promise<number> {
   const t = Date.now();
-  const r = await world.container.sh(`for i in $(seq 1 ${Math.ceil(timeoutMs / 1000)}); do curl -fsS -o /dev/null http://127.0.0.1:${GATEWAY_PORT}/healthz 2>/dev/null && exit 0; sleep 1; done; exit 1`, { timeoutMs: timeoutMs + 30_000 });
-  if (r.exitCode !== 0) throw new Error(`the gateway did not answer /healthz within ${Math.round(timeoutMs / 1000)} s:\n${await world.diagnostics()}`);
+  const r = await world.container.sh(`for i in $(seq 1 ${Math.ceil(timeoutMs / 1000)}); do curl -fsS -o /dev/null http://127.0.0.1:${GATEWAY_PORT}${probe} 2>/dev/null && exit 0; sleep 1; done; exit 1`, { timeoutMs: timeoutMs + 30_000 });
+  if (r.exitCode !== 0) throw new Error(`the gateway did not answer ${probe} within ${Math.round(timeoutMs / 1000)} s:\n${await world.diagnostics()}`);
   return Date.now() - t;
+}
+
+/**
+ * Until the gateway's start is complete (/readyz). A config written while it starts makes
+ * the pinned runtime refuse to come up ("migration inputs changed during startup"), with
+ * exit 78, which the unit does not restart (RestartPreventExitStatus=78): a soak that set
+ * its heartbeat right after the hourly guard's restart left the gateway down.
+ */
+export function waitReady(world: World, timeoutMs = 10 * 60_000): Promise<number> {
+  return waitHealthy(world, timeoutMs, '/readyz');
 }
 
 /** `systemctl --user restart` of the gateway (returns once the new process started; the old one drains first). */

@@ -247,10 +247,11 @@ const median = (values: number[]) => percentile(values, 50);
  * What the server's processes take of its memory, from the server's own cgroup (the
  * host-side limit): its working set, usage less the page cache not recently used, which
  * the kernel takes back before anything is killed: what the limit is enforced on. The
- * sum of the processes' PSS is information only; it is not what the kernel charges (it
- * includes file pages charged to other cgroups, such as the root the harness unpacked)
- * and read 3.8 GiB in a cgroup limited to 2 GiB, with no OOM kill (docs/operations.md).
- * Without a host cgroup (an unlimited run) the PSS sum is all there is.
+ * sum of the processes' PSS is information only: it is not what the kernel holds the
+ * server to (it leaves out unmapped page cache and kernel memory, and counts file pages
+ * charged to other cgroups), and it read 3.8 GiB in a server limited to 2 GiB while it
+ * counted other containers' processes (docs/operations.md). Without a host cgroup (an
+ * unlimited run) the PSS sum is all there is.
  */
 export function serverMemory(s: SoakSample): number {
   if (!s.memcg) return s.server.pssBytes;
