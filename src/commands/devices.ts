@@ -12,7 +12,7 @@ export const devicesCommand: CommandModule<object, GlobalOptions> = {
     withGlobals(y)
       .command<DevicesArgs>({
         command: 'list',
-        describe: 'List pending device approvals (and paired devices)',
+        describe: 'List pending device approvals, then paired devices with their ids',
         handler: async (argv) => (await import('../ops/devices.js')).listDevices({ json: Boolean(argv.json), verbose: Boolean(argv.verbose) }),
       })
       .command<DevicesArgs>({
