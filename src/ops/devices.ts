@@ -1,4 +1,5 @@
-import { UsageError } from '../errors.js';
+import { DeployError, UsageError } from '../errors.js';
+import type { RunResult } from '../host/exec.js';
 import { createHost, type Host } from '../host/index.js';
 import { printLine } from '../output.js';
 import { devicesApproveOutput, devicesListOutput, devicesRemoveOutput, emitJson } from '../json/index.js';
@@ -11,13 +12,34 @@ const DEVICE_ID = /^[A-Za-z0-9][A-Za-z0-9_.:-]{7,127}$/;
 
 type Entry = Record<string, unknown>;
 
+/**
+ * The runtime's RPC timeout for its `devices` commands. Its default (10 s) ran out on a
+ * busy gateway in the e2e, right after a browser connected and loaded the UI.
+ */
+const DEVICES_RPC_TIMEOUT_MS = 30_000;
+
+/** `openclaw devices ...` with a timeout a busy gateway meets; a failure says the runtime's own reason. */
+async function runDevices(host: Host, args: string[]): Promise<RunResult> {
+  const result = await openclaw(host, ['devices', ...args, '--timeout', String(DEVICES_RPC_TIMEOUT_MS)], { timeoutMs: DEVICES_RPC_TIMEOUT_MS + 30_000, allowFailure: true });
+  if (result.exitCode === 0 && !result.timedOut) return result;
+  // With --json it prints {ok: false, error: {message}} on stdout; without, its reason on stderr.
+  let reason: string | undefined;
+  try {
+    reason = (JSON.parse(result.stdout) as { error?: { message?: string } }).error?.message;
+  } catch {
+    reason = undefined;
+  }
+  reason ??= result.stderr.trim().split('\n').filter((line) => line.trim() !== '' && !line.startsWith('[openclaw] ')).at(-1) ?? (result.timedOut ? 'no answer' : `exit code ${result.exitCode}`);
+  throw new DeployError(`openclaw devices ${args[0]} failed: ${host.redactor.redact(reason)}`, 'is the gateway up? `service-deploy gateway status`; then run the same command again');
+}
+
 interface DeviceList {
   pending?: Entry[];
   paired?: Entry[];
 }
 
 async function readDevices(host: Host): Promise<Required<DeviceList>> {
-  const result = await openclaw(host, ['devices', 'list', '--json'], { timeoutMs: 30_000 });
+  const result = await runDevices(host, ['list', '--json']);
   const parsed = JSON.parse(result.stdout || '{}') as DeviceList;
   return { pending: parsed.pending ?? [], paired: parsed.paired ?? [] };
 }
@@ -48,7 +70,7 @@ export async function listDevices(options: Omit<OpsOptions, 'lines'>): Promise<v
 export async function approveDevice(id: string, options: Omit<OpsOptions, 'lines'>): Promise<void> {
   if (!REQUEST_ID.test(id)) throw new UsageError(`${JSON.stringify(id)} is not a device request id`, 'copy the id from `service-deploy devices list`');
   const host = createHost({ verbose: options.verbose, quiet: options.json });
-  const result = await openclaw(host, ['devices', 'approve', id], { timeoutMs: 30_000 });
+  const result = await runDevices(host, ['approve', id]);
   if (options.json) emitJson(devicesApproveOutput, { ok: true, approved: id, output: host.redactor.redact(result.stdout.trim()) });
   else printLine(host.redactor.redact(result.stdout.trim()) || `approved ${id}`);
 }
@@ -69,7 +91,7 @@ export async function removeDevice(id: string, options: Omit<OpsOptions, 'lines'
   if (matches.length > 1) throw new UsageError(`${id} starts the ids of ${matches.length} paired devices; give more of it. Nothing was changed`, hint);
   const device = matches[0]!;
   const deviceId = String(device.deviceId);
-  await openclaw(host, ['devices', 'remove', deviceId, '--json'], { timeoutMs: 30_000 });
+  await runDevices(host, ['remove', deviceId, '--json']);
   if (options.json) return emitJson(devicesRemoveOutput, { ok: true, removed: deviceId, device });
   printLine(`removed ${deviceId}  ${describeDevice(device)}`);
   printLine('its device token no longer works; a browser that still holds the service API key can ask to be paired again, which needs `service-deploy devices approve`');

@@ -403,18 +403,17 @@ export interface PairedBrowser {
 export async function devicePaired(world: World, device: MeshDevice): Promise<PairedBrowser> {
   const approvedAt = Date.now();
   const key = world.secrets.apiKey!;
+  // The page connects by itself once approved, still with the key.
+  const connected = await device.visit.nextConnect('the page to connect by itself after the approval', (x) => x.ok);
+  const connectedMs = Date.now() - approvedAt;
+  expect(connected.auth.token === key, 'the page connected with the key').toBe(true);
+  expect(connected.deviceToken, 'the gateway issued a device token').toBeTruthy();
   const list = await world.deploy('devices list --json');
   expect(list.exitCode, list.stderr).toBe(0);
   const paired = (list.json.paired as Array<Record<string, unknown>>).filter((d) => d.deviceId === device.deviceId);
   expect(paired.map((d) => d.remoteIp), `the browser paired from ${device.address} in ${JSON.stringify(list.json)}`).toEqual([device.address]);
   expect(paired[0]!.scopes, 'the scopes the browser asked for and was given').toContain('operator.admin');
   expect(list.json.pending.filter((p: Record<string, unknown>) => p.requestId === device.requestId)).toEqual([]);
-
-  // The page connects by itself once approved, still with the key.
-  const connected = await device.visit.nextConnect('the page to connect by itself after the approval', (x) => x.ok);
-  const connectedMs = Date.now() - approvedAt;
-  expect(connected.auth.token === key, 'the page connected with the key').toBe(true);
-  expect(connected.deviceToken, 'the gateway issued a device token').toBeTruthy();
   const kept = await device.visit.storage();
   const holding = entriesHolding(kept, [key]);
   // The tab keeps the key (sessionStorage), the browser the device token (localStorage).

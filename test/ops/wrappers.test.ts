@@ -108,9 +108,18 @@ describe('devices wrappers', () => {
     const removed = await sb.run(['devices', 'remove', `${laptop.deviceId.slice(0, 12)}`, '--json']);
     expect(removed.exitCode, String(removed.stderr)).toBe(0);
     expect(jsonOutput('devices-remove', removed.stdout)).toMatchObject({ ok: true, removed: laptop.deviceId, device: { remoteIp: '100.101.102.103' } });
-    expect(sb.calls('openclaw').filter((c) => c.args[1] === 'remove').map((c) => c.args)).toEqual([['devices', 'remove', laptop.deviceId, '--json']]);
+    expect(sb.calls('openclaw').filter((c) => c.args[1] === 'remove').map((c) => c.args)).toEqual([['devices', 'remove', laptop.deviceId, '--json', '--timeout', '30000']]);
     const after = jsonOutput('devices-list', (await sb.run(['devices', 'list', '--json'])).stdout);
     expect(after.paired.map((d: { deviceId: string }) => d.deviceId)).toEqual([`64ad26a6${'3'.repeat(56)}`]);
+  });
+
+  it("a runtime failure says the runtime's reason (its --json error), with a longer RPC timeout than its 10 s default", async () => {
+    fs.writeFileSync(path.join(sb.state, 'fail-devices'), 'gateway timeout after 30000ms');
+    const run = await sb.run(['devices', 'list']);
+    expect(run.exitCode).toBe(1);
+    expect(run.stderr).toMatch(/openclaw devices list failed: gateway timeout after 30000ms/);
+    expect(run.stderr).toMatch(/service-deploy gateway status/);
+    expect(sb.calls('openclaw').at(-1)!.args).toEqual(['devices', 'list', '--json', '--timeout', '30000']);
   });
 
   it('approve refuses anything that is not a request id', async () => {
