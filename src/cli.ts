@@ -110,7 +110,7 @@ export async function main(args: string[]): Promise<void> {
 
 const SUBCOMMANDS: Record<string, string[]> = {
   partner: ['onboard', 'map-agent', 'add-member', 'onboard-flow'],
-  devices: ['list', 'approve'],
+  devices: ['list', 'approve', 'remove'],
   gateway: ['status', 'restart', 'logs'],
   channel: ['show'],
 };
@@ -132,6 +132,7 @@ const POSITIONALS: Record<string, string> = {
   restore: 'ARCHIVE, the backup to put back: /tmp/openclaw-backup-*.tar.gz (written by --reset-clean and uninstall) or a copy in /var/backups/service-deploy',
   render: `FILE, one of: ${RENDER_TARGETS.join(', ')}`,
   'devices approve': 'ID, the request id `service-deploy devices list` shows',
+  'devices remove': 'DEVICE_ID, the id of a paired device `service-deploy devices list` shows',
   gateway: 'ACTION: status, restart or logs',
   channel: 'ACTION: show',
 };

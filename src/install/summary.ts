@@ -59,7 +59,8 @@ export async function nextSteps(host: Host, outcome: PipelineOutcome, options: I
         ? `${url} (from devices in the same mesh network only)`
         : `the mesh client does not say (host name ${answers.meshHostname}): \`tailscale status\` shows why`,
     ],
-    ['Pair a device', `open ${url ?? 'the mesh URL'} on the device, then here: \`sudo service-deploy devices list\` and \`sudo service-deploy devices approve <request-id>\``],
+    // A paired browser can read the service API key back (docs/security.md): the partner's people only.
+    ['Pair a device', `open ${url ?? 'the mesh URL'} in a browser of your team (not the customer's), then here: \`sudo service-deploy devices list\` and \`sudo service-deploy devices approve <request-id>\`; once it connects, close the tab and quit the browser`],
   ];
   if (options.channel) {
     const kept = options.channelKept ? 'kept (set up by an earlier --channel or --catalog run); ' : '';

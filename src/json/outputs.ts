@@ -371,6 +371,17 @@ export const devicesApproveOutput = defineOutput({
   shape: () => ({ approved: z.string(), output: z.string() }),
 });
 
+export const devicesRemoveOutput = defineOutput({
+  name: 'devices-remove',
+  version: 1,
+  title: 'Paired device removed (revoked)',
+  printedBy: '`devices remove DEVICE_ID --json`',
+  shape: () => ({
+    removed: z.string().describe('the full device id'),
+    device: z.looseObject({}).describe("the device's entry as `devices list` showed it before the removal"),
+  }),
+});
+
 export const profileOutput = defineOutput({
   name: 'profile',
   version: 1,
@@ -500,6 +511,7 @@ export const OUTPUTS: readonly JsonOutput[] = [
   gatewayLogsOutput,
   devicesListOutput,
   devicesApproveOutput,
+  devicesRemoveOutput,
   profileOutput,
   chatOutput,
   partnerOnboardOutput,

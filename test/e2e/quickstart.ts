@@ -12,10 +12,12 @@
 //   the operator copies from an earlier block's output (`<request-id>` from `devices
 //   list`), read from that output the way a newcomer reads it (FROM_OUTPUT); any other
 //   `<...>` left in a block fails the test;
-// - what the page asks the operator to do away from the server is done for real before
-//   the section's blocks: section 5's "open the gateway UI from a device on the mesh" is
-//   an OpenClaw client with its own device identity connecting over the mesh path
-//   (test/e2e/pairing.ts), refused until the quickstart's own `devices approve` ran.
+// - what the page asks the operator to do away from the server is done for real: section
+//   5's "open the gateway UI from a device on the mesh and paste the key" before its
+//   blocks, by a real browser with its own device identity over the mesh path
+//   (test/e2e/pairing.ts), refused until the quickstart's own `devices approve` ran; its
+//   "the page connects by itself; close the tab, quit the browser" after them, with what
+//   the browser then keeps and sends read from it.
 // Each section is timed: the walkthrough from the empty booted container to a chat reply
 // and a paired device, quoted in the report (`quickstart.walkthrough`) and the last lines.
 // The e2e's own sources (loopback setup URL, stand-in services, test CA; never an
@@ -26,9 +28,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { expect } from 'vitest';
 import { REPO } from '../helpers/binary.js';
-import { ensureOpenClaw } from '../helpers/openclaw.js';
 import { CUSTOMER, log, seconds, type World, type WorldOptions } from './harness.js';
-import { devicePaired, meshDeviceAsksToPair, type MeshDevice } from './pairing.js';
+import { devicePaired, meshDeviceAsksToPair, type MeshDevice, type PairedBrowser } from './pairing.js';
 import { budget } from '../helpers/budget.js';
 
 /** The server scenario's World needs sudo in its root (a cached image: debootstrap base + sudo). */
@@ -103,8 +104,6 @@ update-ca-certificates >/dev/null 2>&1`);
   fs.mkdirSync(path.dirname(c.hostPath(EDITOR)), { recursive: true });
   fs.writeFileSync(c.hostPath(EDITOR), `#!/bin/sh\n# e2e: sudoedit's editor, as if the operator typed the answers (docs/quickstart.md's dotenv block)\ncat ${TYPED} >"$1"\n`, { mode: 0o755 });
   await c.ok(`chown root:root ${EDITOR} && chmod 0755 ${EDITOR}`);
-  // The mesh device's OpenClaw client (test/e2e/pairing.ts), installed now so section 5's time is the walkthrough's.
-  await ensureOpenClaw();
 }
 
 export interface QuickstartRun {
@@ -113,8 +112,8 @@ export interface QuickstartRun {
   sections: Array<{ section: string; ms: number }>;
   installMs: number;
   wallMs: number;
-  /** The pairing of section 5: the request the device was given and the device paired. */
-  pairing?: { requestId: string; deviceId: string; requestMs: number; approvedCallMs: number };
+  /** The pairing of section 5: the request the device was given, the device paired, what its browser keeps and sends. */
+  pairing?: { requestId: string; deviceId: string; requestMs: number; connectedMs: number; browser?: PairedBrowser };
   /** The timed walkthrough, quotable (docs/e2e.md). */
   walkthrough: Walkthrough;
 }
@@ -154,7 +153,7 @@ export async function runQuickstart(world: World): Promise<QuickstartRun> {
         if (/pair a device/i.test(section.section)) {
           const asked = Date.now();
           device = await meshDeviceAsksToPair(world);
-          run.pairing = { requestId: device.requestId, deviceId: '', requestMs: Date.now() - asked, approvedCallMs: 0 };
+          run.pairing = { requestId: device.requestId, deviceId: '', requestMs: Date.now() - asked, connectedMs: 0 };
         }
       }
       let script = fill(block, map);
@@ -187,9 +186,10 @@ export async function runQuickstart(world: World): Promise<QuickstartRun> {
       if (script.includes('channel show')) expect(r.stdout).toMatch(/^pin {11}sha256:[0-9a-f]{64}$/m);
       if (script.includes('service-deploy devices approve')) {
         expect(device, 'a device asked to be paired before the approval block').toBeDefined();
+        const approvedAt = Date.now();
         const paired = await devicePaired(world, device!);
-        run.pairing = { ...run.pairing!, deviceId: paired.deviceId, approvedCallMs: paired.callMs };
-        pairedAt = Date.now();
+        pairedAt = approvedAt + paired.connectedMs;
+        run.pairing = { ...run.pairing!, deviceId: paired.deviceId, connectedMs: paired.connectedMs, browser: paired };
       }
     }
     endSection();

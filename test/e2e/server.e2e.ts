@@ -23,6 +23,8 @@ import { craftedArchivesOnRealRoot } from './crafted-archives.js';
 import { gatewayNode, serverOnPreviousNode, upgradeFromPreviousNode } from './node-upgrade.js';
 import { brokenUpgradeRollsBack, chatTraffic, consistentBackupOnServer, earlierReleaseInstalled, exchangesRestored, packBrokenBuild, restartDuringTurn, rollbackByHand, upgradeFromEarlierRelease } from './lifecycle.js';
 import { QUICKSTART_WORLD, prepareQuickstart, runQuickstart, type QuickstartRun } from './quickstart.js';
+import { pairedBrowserAfterRotationThenRevoked } from './pairing.js';
+import { oldKeyGone, rotateApiKeyInAnswers } from './key-rotation.js';
 import { systemSnapshot, uninstallLeavesNothing, type SystemSnapshot } from './uninstall.js';
 import { signatureRefusedOnThisOpenssl } from './signature.js';
 import { storesOnServer } from './stores.js';
@@ -136,6 +138,7 @@ describe.sequential(`a partner deploys and operates the agent on a real server (
   let token = '';
   let knock = '';
   let beforeInstall: SystemSnapshot | undefined;
+  let rotatedOutKey = '';
 
   step("0. the release signature on this suite's OpenSSL: tampered sums, another key, an Ed25519 signature and none are refused, nothing installed", 3 * 60_000, async () => {
     world.notes.push(`release signature: ${await signatureRefusedOnThisOpenssl(world)}`);
@@ -265,19 +268,33 @@ test -f /root/.config/systemd/user/${GATEWAY_UNIT}.d/service-env.conf && echo "o
     log(`re-run (no changes): ${seconds(rerun.wallMs)} wall, the binary ${seconds(rerun.json.durationMs)}`);
   });
 
-  step('5. re-run with a new model: the model changes and chat answers report it', 5 * 60_000, async () => {
+  step('5. re-run with a new model and a new service API key (rotation, docs/operator.md): the model changes and chat answers report it; the gateway uses the new key, the old one is gone from the config, the secret source and the stored answers', 5 * 60_000, async () => {
     const pidBefore = await world.userUnit('MainPID');
+    rotatedOutKey = rotateApiKeyInAnswers(world);
     const run = await world.installSh('--catalog', { SERVICE_MODEL: NEW_MODEL });
     expectInstallOk(run);
     expect(run.json.steps.find((s: { id: string }) => s.id === 'runtime-config').status).toBe('changed');
+    expect(run.json.steps.find((s: { id: string }) => s.id === 'runtime-secrets').status).toBe('changed');
     expect(world.runtimeConfig().agents.defaults.model.primary).toBe(`${PROVIDER}/${NEW_MODEL}`);
-    expect(await world.userUnit('MainPID')).not.toBe(pidBefore); // restarted once to load it
+    expect(await world.userUnit('MainPID')).not.toBe(pidBefore); // restarted once to load both
     report.modelChange = { wallMs: run.wallMs, recap: run.json.recap };
+    const requestsBefore = world.ai.requests.length;
     const answer = await chat('which model are you');
     expect(answer.model).toBe(`${PROVIDER}/${NEW_MODEL}`);
     expect(answer.reply).toContain(`STAND-IN REPLY from ${NEW_MODEL}`);
     expect(world.ai.requests.at(-1)?.model).toBe(NEW_MODEL);
+    // The AI gateway stand-in now accepts the new key only.
+    const since = world.ai.requests.slice(requestsBefore);
+    expect(since.length).toBeGreaterThan(0);
+    expect(since.every((r) => r.authorized), 'model requests after the rotation carry the new key').toBe(true);
+    report.keyRotation = await oldKeyGone(world, rotatedOutKey);
   });
+
+  step('5a. the paired browser after the rotation (its device token and the old key refused, the new key once and it is back without a new approval), then revoked with `devices remove`; the old key nowhere on the server', 5 * 60_000, async () => {
+    const deviceId = (report.quickstart as QuickstartRun).pairing!.deviceId;
+    report.deviceAfterRotation = await pairedBrowserAfterRotationThenRevoked(world, deviceId, rotatedOutKey);
+    expect((report.keyRotation as { filesWithOldKey: string[] }).filesWithOldKey, 'files on the server still holding the old key').toEqual([]);
+  }, { independent: true });
 
   step('5b. memory: the real QMD finds a memory file through qmd mcp; display name; a heartbeat run is ok; the guard script runs', 15 * 60_000, async () => {
     report.memory = await memoryAndHeartbeat(world);

@@ -82,6 +82,46 @@ describe('devices wrappers', () => {
     expect(after.paired.map((d: { requestId: string }) => d.requestId)).toEqual(['req-7f3a']);
   });
 
+  it('list shows paired devices with their ids; remove revokes one by its id or a unique prefix, and refuses a typo before anything changes', async () => {
+    const laptop = { deviceId: `64ad26a6${'1'.repeat(56)}`, clientId: 'openclaw-control-ui', platform: 'Linux x86_64', remoteIp: '100.101.102.103', lastSeenAtMs: Date.UTC(2026, 10, 2, 9, 30) };
+    const phone = { deviceId: `64ad26b7${'2'.repeat(56)}`, clientId: 'openclaw-control-ui', displayName: 'Lisa iPhone', remoteIp: '100.101.102.104' };
+    fs.writeFileSync(path.join(sb.state, 'devices.json'), JSON.stringify({ pending: [], paired: [laptop, phone] }));
+    const list = await sb.run(['devices', 'list']);
+    expect(list.stdout).toContain(`paired   ${laptop.deviceId}  Linux x86_64  openclaw-control-ui  from 100.101.102.103  last seen 2026-11-02 09:30 UTC`);
+    expect(list.stdout).toContain(`paired   ${phone.deviceId}  Lisa iPhone  openclaw-control-ui  from 100.101.102.104`);
+    expect(list.stdout).toMatch(/revoke one with: service-deploy devices remove <device id>/);
+
+    // Too short to name one device, a typo, an option in its place: refused (exit 2), nothing removed.
+    for (const [id, why] of [['64ad26a', /not a device id/], ['64ad26a7', /no paired device has the id 64ad26a7 \(2 paired\); nothing was changed/], ['x; rm -rf /', /not a device id/], ['--all', /needs DEVICE_ID/]] as const) {
+      const refused = await sb.run(['devices', 'remove', id]);
+      expect(refused.exitCode, `${id}: ${refused.stderr}`).toBe(2);
+      expect(refused.stderr).toMatch(why);
+    }
+    const typo = await sb.run(['devices', 'remove', '64ad26a7', '--json']);
+    expect(errorEnvelope(typo.stdout, typo.exitCode).error).toMatchObject({ code: 'refused', exitCode: 2 });
+    fs.writeFileSync(path.join(sb.state, 'devices.json'), JSON.stringify({ pending: [], paired: [laptop, { ...phone, deviceId: `64ad26a6${'3'.repeat(56)}` }] }));
+    const twoMatch = await sb.run(['devices', 'remove', '64ad26a6']);
+    expect(twoMatch.exitCode).toBe(2);
+    expect(twoMatch.stderr).toMatch(/starts the ids of 2 paired devices/);
+    expect(sb.calls('openclaw').filter((c) => c.args[1] === 'remove')).toEqual([]);
+
+    const removed = await sb.run(['devices', 'remove', `${laptop.deviceId.slice(0, 12)}`, '--json']);
+    expect(removed.exitCode, String(removed.stderr)).toBe(0);
+    expect(jsonOutput('devices-remove', removed.stdout)).toMatchObject({ ok: true, removed: laptop.deviceId, device: { remoteIp: '100.101.102.103' } });
+    expect(sb.calls('openclaw').filter((c) => c.args[1] === 'remove').map((c) => c.args)).toEqual([['devices', 'remove', laptop.deviceId, '--json', '--timeout', '30000']]);
+    const after = jsonOutput('devices-list', (await sb.run(['devices', 'list', '--json'])).stdout);
+    expect(after.paired.map((d: { deviceId: string }) => d.deviceId)).toEqual([`64ad26a6${'3'.repeat(56)}`]);
+  });
+
+  it("a runtime failure says the runtime's reason (its --json error), with a longer RPC timeout than its 10 s default", async () => {
+    fs.writeFileSync(path.join(sb.state, 'fail-devices'), 'gateway timeout after 30000ms');
+    const run = await sb.run(['devices', 'list']);
+    expect(run.exitCode).toBe(1);
+    expect(run.stderr).toMatch(/openclaw devices list failed: gateway timeout after 30000ms/);
+    expect(run.stderr).toMatch(/service-deploy gateway status/);
+    expect(sb.calls('openclaw').at(-1)!.args).toEqual(['devices', 'list', '--json', '--timeout', '30000']);
+  });
+
   it('approve refuses anything that is not a request id', async () => {
     const run = await sb.run(['devices', 'approve', 'x; rm -rf /']);
     expect(run.exitCode).toBe(2);
