@@ -19,7 +19,9 @@ const HOSTS = ['fleet-1', 'fleet-2', 'fleet-3'];
 const NEW_MODEL = 'e2e-model-2';
 /** This build's release (status --json's binary.version): what every server runs. */
 const RELEASE: string = JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8')).version;
-const GATEWAY_PID = 'XDG_RUNTIME_DIR=/run/user/0 systemctl --user show -p MainPID --value openclaw-gateway.service';
+const GATEWAY_CTL = 'XDG_RUNTIME_DIR=/run/user/0 systemctl --user';
+const GATEWAY_PID = `${GATEWAY_CTL} show -p MainPID --value openclaw-gateway.service`;
+const OPENCLAW_PACKAGE = '/opt/service-deploy/node/lib/node_modules/openclaw';
 const fleet = new Fleet(SUITE, HOSTS.length);
 const report: Record<string, unknown> = { startedAt: new Date().toISOString(), suite: SUITE, versionTables: {} };
 const timings: Record<string, number> = {};
@@ -158,20 +160,28 @@ describe.sequential(`a fleet of ${HOSTS.length} servers driven by Ansible (${SUI
   // exits at start, through the package source the role passes to the install
   // (SERVICE_OPENCLAW_SOURCE, a mirror's override); the good release is the registry's.
   let brokenBuild = '';
-  step(`5. the previous release: all three run OpenClaw ${EARLIER_OPENCLAW}; doctor.yml shows each behind the pin ${PINNED_OPENCLAW}`, 20 * 60_000, async () => {
+  step(`5. the previous release: all three run OpenClaw ${EARLIER_OPENCLAW}, each behind the pin ${PINNED_OPENCLAW}`, 20 * 60_000, async () => {
     const t = Date.now();
-    brokenBuild = await packBrokenBuildOn(fleet.host('fleet-1').server.container);
-    for (const h of fleet.hosts.slice(1)) {
-      fs.mkdirSync(path.dirname(h.server.container.hostPath(brokenBuild)), { recursive: true });
-      fs.copyFileSync(fleet.host('fleet-1').server.container.hostPath(brokenBuild), h.server.container.hostPath(brokenBuild));
-    }
-    await Promise.all(fleet.hosts.map((h) => putEarlierRelease(h.server.container)));
+    const first = fleet.host('fleet-1').server.container;
+    brokenBuild = await packBrokenBuildOn(first);
+    await putEarlierRelease(first);
+    // The same package folder on the others (a global package is its folder, dependencies
+    // inside): what npm made on fleet-1, copied instead of three npm runs on two cores.
+    await Promise.all(
+      fleet.hosts.slice(1).map(async (h) => {
+        const c = h.server.container;
+        fs.mkdirSync(path.dirname(c.hostPath(brokenBuild)), { recursive: true });
+        fs.copyFileSync(first.hostPath(brokenBuild), c.hostPath(brokenBuild));
+        await c.ok(`${GATEWAY_CTL} stop openclaw-gateway.service`);
+        await execa('rm', ['-rf', c.hostPath(OPENCLAW_PACKAGE)]);
+        await execa('cp', ['-a', first.hostPath(OPENCLAW_PACKAGE), c.hostPath(OPENCLAW_PACKAGE)]);
+        // The earlier release refuses the pinned release's newer database schemas: fresh state.
+        await c.ok(`rm -rf /root/.openclaw/state /root/.openclaw/agents; ${GATEWAY_CTL} start openclaw-gateway.service`);
+        expect(await installedOpenclaw(c), h.name).toBe(EARLIER_OPENCLAW);
+        await healthzOn(c);
+      }),
+    );
     timings.previousReleaseMs = Date.now() - t;
-    const rows = await versionTable('previous release');
-    for (const row of rows) {
-      expect(row, row.host).toMatchObject({ release: RELEASE, openclaw: `${EARLIER_OPENCLAW} (pin ${PINNED_OPENCLAW})`, result: 'FAILING' });
-      expect(row.failed.split(', '), row.host).toContain('agent-runtime');
-    }
   });
 
   step(`6. rolling.yml with a broken release (its gateway exits at start): the canary fleet-1 tries it, rolls itself back and ends healthy on ${EARLIER_OPENCLAW}; the play stops there, fleet-2 and fleet-3 untouched; the table shows all three on ${EARLIER_OPENCLAW}`, 25 * 60_000, async () => {
@@ -195,8 +205,10 @@ describe.sequential(`a fleet of ${HOSTS.length} servers driven by Ansible (${SUI
     expect(after1.pid).not.toBe(before['fleet-1']!.pid);
     expect(Number(after1.backups)).toBe(Number(before['fleet-1']!.backups) + 1);
     for (const host of ['fleet-2', 'fleet-3']) expect(await footprintOf(host), `${host} was touched`).toEqual(before[host]);
+    // Every server behind the pin, and doctor says so.
     const rows = await versionTable('broken release');
-    expect(rows.map((r) => [r.host, r.release, r.openclaw])).toEqual(HOSTS.map((h) => [h, RELEASE, `${EARLIER_OPENCLAW} (pin ${PINNED_OPENCLAW})`]));
+    expect(rows.map((r) => [r.host, r.release, r.openclaw, r.result])).toEqual(HOSTS.map((h) => [h, RELEASE, `${EARLIER_OPENCLAW} (pin ${PINNED_OPENCLAW})`, 'FAILING']));
+    for (const row of rows) expect(row.failed.split(', '), row.host).toContain('agent-runtime');
   });
 
   step(`7. rolling.yml with the good release: fleet-1 first, then fleet-2 and fleet-3; every server upgraded to ${PINNED_OPENCLAW} and healthy; the table shows it`, 30 * 60_000, async () => {
