@@ -7,7 +7,7 @@
 //      binary (npm packages node-linux-<arch>, integrity from package-lock.json; made once
 //      per release, under build/), then Node's own single-executable build
 //      (`node --build-sea`, run by the pinned Node of this machine) with sea-config.json,
-//      every file of templates/ embedded as an asset, writing the executable straight
+//      every file of templates/ (subfolders too: the npm locks) embedded as an asset, writing the executable straight
 //      from that stripped copy (strip first: stripping after the build destroys the
 //      blob). The Node that builds must be the target's release (Node's SEA docs); the
 //      arm64 package can lag behind the x64 one (docs/release.md), and test/arm64.test.ts
@@ -182,7 +182,11 @@ function chunkContents(metafile) {
 }
 
 function buildTarget({ arch, strip }) {
-  const templates = fs.readdirSync(path.join(repo, 'templates')).sort();
+  // Every file under templates/, subfolders included (locks/<tree>/package-lock.json), by its path there.
+  const templates = fs.readdirSync(path.join(repo, 'templates'), { recursive: true })
+    .filter((name) => fs.statSync(path.join(repo, 'templates', name)).isFile())
+    .map((name) => name.split(path.sep).join('/'))
+    .sort();
   const base = JSON.parse(fs.readFileSync(path.join(repo, 'sea-config.json'), 'utf8'));
   // The SEA entry is a small loader; the chunks, their source maps and code caches are assets.
   const chunks = fs.readdirSync(chunksDir).filter((name) => name.endsWith('.js')).sort();

@@ -2,7 +2,7 @@
 // tail of a long log): it must name the host, the task and our install's failed step
 // with its error, in the two shapes ansible prints a result.
 import { describe, expect, it } from 'vitest';
-import { playFailure } from './e2e/fleet.js';
+import { parseDoctorTable, playFailure } from './e2e/fleet.js';
 
 const installJson = JSON.stringify({
   schemaVersion: 1,
@@ -40,5 +40,25 @@ describe('playFailure', () => {
 
   it('no failed host: the exit code and the last line of stderr', () => {
     expect(playFailure({ stdout: 'PLAY RECAP', stderr: 'ERROR! the playbook: site.yml could not be found\n', exitCode: 1 })).toBe('ansible-playbook exit 1: ERROR! the playbook: site.yml could not be found');
+  });
+});
+
+describe('parseDoctorTable', () => {
+  it("reads doctor.yml's rows (release, OpenClaw, result, failed checks, fixes) from the debug task's output, not its header", () => {
+    const out = `TASK [Print one row per server] ***
+ok: [localhost] => {
+    "msg": [
+        "host    | release | openclaw                | result       | failed checks            | fixes",
+        "fleet-1 | 0.1.0   | 2026.9.6                | healthy      | -                        | -",
+        "fleet-2 | 0.1.0   | 2026.9.5 (pin 2026.9.6) | FAILING      | agent-runtime, providers | doctor --fix: providers; by hand: agent-runtime",
+        "fleet-3 | 0.1.0   | -                       | NOT DEPLOYED | -                        | service-deploy install"
+    ]
+}
+`;
+    expect(parseDoctorTable(out)).toEqual([
+      { host: 'fleet-1', release: '0.1.0', openclaw: '2026.9.6', result: 'healthy', failed: '-', fixes: '-' },
+      { host: 'fleet-2', release: '0.1.0', openclaw: '2026.9.5 (pin 2026.9.6)', result: 'FAILING', failed: 'agent-runtime, providers', fixes: 'doctor --fix: providers; by hand: agent-runtime' },
+      { host: 'fleet-3', release: '0.1.0', openclaw: '-', result: 'NOT DEPLOYED', failed: '-', fixes: 'service-deploy install' },
+    ]);
   });
 });

@@ -8,15 +8,22 @@ import { scenarioSteps } from './steps.js';
 import { cleanupTempDirs } from '../helpers/tmp.js';
 import { E2E_CACHE } from './artifacts.js';
 import type { Suite } from './container.js';
-import { EXAMPLE, Fleet, playFailure, type PlayRun } from './fleet.js';
+import { EXAMPLE, Fleet, parseDoctorTable, playFailure, type DoctorRow, type PlayRun } from './fleet.js';
 import { log, seconds } from './harness.js';
 import { filesWithSecrets } from './secrets.js';
+import { EARLIER_OPENCLAW, PINNED_OPENCLAW, healthzOn, installedOpenclaw, packBrokenBuildOn, putEarlierRelease } from './lifecycle.js';
+import { REPO } from '../helpers/binary.js';
 
 const SUITE = (process.env.E2E_FLEET_SUITE ?? 'bookworm') as Suite;
 const HOSTS = ['fleet-1', 'fleet-2', 'fleet-3'];
 const NEW_MODEL = 'e2e-model-2';
+/** This build's release (status --json's binary.version): what every server runs. */
+const RELEASE: string = JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8')).version;
+const GATEWAY_CTL = 'XDG_RUNTIME_DIR=/run/user/0 systemctl --user';
+const GATEWAY_PID = `${GATEWAY_CTL} show -p MainPID --value openclaw-gateway.service`;
+const OPENCLAW_PACKAGE = '/opt/service-deploy/node/lib/node_modules/openclaw';
 const fleet = new Fleet(SUITE, HOSTS.length);
-const report: Record<string, unknown> = { startedAt: new Date().toISOString(), suite: SUITE };
+const report: Record<string, unknown> = { startedAt: new Date().toISOString(), suite: SUITE, versionTables: {} };
 const timings: Record<string, number> = {};
 const plays: PlayRun[] = [];
 const started = Date.now();
@@ -41,6 +48,29 @@ function expectRecap(run: PlayRun, expected: Record<string, 'changed' | 'ok'>): 
     if (want === 'changed') expect(r.changed, `${host} should report changed`).toBeGreaterThan(0);
     else expect(r.changed, `${host} should report changed=0`).toBe(0);
   }
+}
+
+/** doctor.yml's table: release, OpenClaw version, result and failed checks of every server. */
+async function versionTable(label: string): Promise<DoctorRow[]> {
+  const run = await play('doctor.yml');
+  expect(run.exitCode, `${playFailure(run)}\n${run.stdout.slice(-4000)}`).toBe(0);
+  expect(run.stdout).toMatch(/"host\s+\| release\s+\| openclaw\s+\| result\s+\| failed checks\s+\| fixes"/);
+  const rows = parseDoctorTable(run.stdout);
+  expect(rows.map((r) => r.host), run.stdout.slice(-3000)).toEqual(HOSTS);
+  (report.versionTables as Record<string, DoctorRow[]>)[label] = rows;
+  log(`version table (${label}): ${rows.map((r) => `${r.host} ${r.release} OpenClaw ${r.openclaw} ${r.result}${r.failed === '-' ? '' : ` (${r.failed})`}`).join('; ')}`);
+  return rows;
+}
+
+/** What a server's gateway and install log look like now: an untouched server keeps both. */
+async function footprintOf(host: string): Promise<{ pid: string; installLog: string; openclaw?: string; backups: string }> {
+  const c = fleet.host(host).server.container;
+  return {
+    pid: (await c.ok(GATEWAY_PID)).trim(),
+    installLog: (await c.ok('stat -c %s:%Y /var/log/service-deploy/install.log')).trim(),
+    openclaw: await installedOpenclaw(c),
+    backups: (await c.ok('ls /var/backups/service-deploy 2>/dev/null | grep -c pre-upgrade || true')).trim(),
+  };
 }
 
 const modelOf = async (host: string) => JSON.parse(fs.readFileSync(fleet.host(host).server.container.hostPath('/root/.openclaw/openclaw.json'), 'utf8')).agents.defaults.model.primary as string;
@@ -117,17 +147,91 @@ describe.sequential(`a fleet of ${HOSTS.length} servers driven by Ansible (${SUI
     timings.modelChangeMs = run.ms;
   });
 
-  step('4. doctor.yml prints one table with three healthy rows', 10 * 60_000, async () => {
-    const run = await play('doctor.yml');
-    expect(run.exitCode, `${playFailure(run)}\n${run.stdout.slice(-4000)}`).toBe(0);
-    const rows = run.stdout.split('\n').map((l) => /"(fleet-\d)\s+\| (\S+)\s+\| ([^|]+)\|/.exec(l)).filter((m): m is RegExpExecArray => Boolean(m));
-    expect(rows.map((m) => [m[1], m[2], m[3]!.trim()]), run.stdout.slice(-3000)).toEqual(HOSTS.map((h) => [h, 'healthy', '-']));
-    expect(run.stdout).toMatch(/"host\s+\| result\s+\| failed checks\s+\| fixes"/);
-    timings.doctorMs = run.ms;
-    report.doctorTable = rows.map((m) => m[0]);
+  step('4. doctor.yml prints one table: three healthy rows, each with its release and the pinned OpenClaw', 10 * 60_000, async () => {
+    const t = Date.now();
+    const rows = await versionTable('installed');
+    expect(rows).toEqual(HOSTS.map((host) => ({ host, release: RELEASE, openclaw: PINNED_OPENCLAW, result: 'healthy', failed: '-', fixes: '-' })));
+    timings.doctorMs = Date.now() - t;
   });
 
-  step('5. reset.yml asks first; confirmed, it resets fleet-3 only and its backup arrives on the control node (0600)', 10 * 60_000, async () => {
+  // Issue 29: the rolling update stops at a broken canary. The servers first run the
+  // previous OpenClaw release (2026.9.5 from the registry, as an earlier service-deploy
+  // left them); the broken release offers the pinned version as a build whose gateway
+  // exits at start, through the package source the role passes to the install
+  // (SERVICE_OPENCLAW_SOURCE, a mirror's override); the good release is the registry's.
+  let brokenBuild = '';
+  step(`5. the previous release: all three run OpenClaw ${EARLIER_OPENCLAW}, each behind the pin ${PINNED_OPENCLAW}`, 20 * 60_000, async () => {
+    const t = Date.now();
+    const first = fleet.host('fleet-1').server.container;
+    brokenBuild = await packBrokenBuildOn(first);
+    await putEarlierRelease(first);
+    // The same package folder on the others (a global package is its folder, dependencies
+    // inside): what npm made on fleet-1, copied instead of three npm runs on two cores.
+    await Promise.all(
+      fleet.hosts.slice(1).map(async (h) => {
+        const c = h.server.container;
+        fs.mkdirSync(path.dirname(c.hostPath(brokenBuild)), { recursive: true });
+        fs.copyFileSync(first.hostPath(brokenBuild), c.hostPath(brokenBuild));
+        await c.ok(`${GATEWAY_CTL} stop openclaw-gateway.service`);
+        await execa('rm', ['-rf', c.hostPath(OPENCLAW_PACKAGE)]);
+        await execa('cp', ['-a', first.hostPath(OPENCLAW_PACKAGE), c.hostPath(OPENCLAW_PACKAGE)]);
+        // The earlier release refuses the pinned release's newer database schemas: fresh state.
+        await c.ok(`rm -rf /root/.openclaw/state /root/.openclaw/agents; ${GATEWAY_CTL} start openclaw-gateway.service`);
+        expect(await installedOpenclaw(c), h.name).toBe(EARLIER_OPENCLAW);
+        await healthzOn(c);
+      }),
+    );
+    timings.previousReleaseMs = Date.now() - t;
+  });
+
+  step(`6. rolling.yml with a broken release (its gateway exits at start): the canary fleet-1 tries it, rolls itself back and ends healthy on ${EARLIER_OPENCLAW}; the play stops there, fleet-2 and fleet-3 untouched; the table shows all three on ${EARLIER_OPENCLAW}`, 25 * 60_000, async () => {
+    for (const host of HOSTS) fleet.setEnvironment(host, { SERVICE_OPENCLAW_SOURCE: brokenBuild });
+    const before = Object.fromEntries(await Promise.all(HOSTS.map(async (h) => [h, await footprintOf(h)] as const)));
+    const run = await play('rolling.yml');
+    timings.rollingBrokenMs = run.ms;
+    expect(run.exitCode, run.stdout.slice(-4000)).not.toBe(0);
+    // Only the first batch ran: the later hosts are not in the recap at all.
+    expect(Object.keys(run.recap), run.stdout.slice(-3000)).toEqual(['fleet-1']);
+    expect(run.recap['fleet-1']).toMatchObject({ failed: 1, rescued: 1, unreachable: 0 });
+    // The play says what the canary runs now.
+    const said = /"msg": "(fleet-1 runs OpenClaw [^"]*)"/.exec(run.stdout)?.[1];
+    expect(said, run.stdout.slice(-4000)).toMatch(new RegExp(`^fleet-1 runs OpenClaw ${EARLIER_OPENCLAW.replaceAll('.', '\\.')}: the upgrade to ${PINNED_OPENCLAW.replaceAll('.', '\\.')} failed at (start|health) and rolled back by itself`));
+    report.brokenCanary = said;
+    const canary = fleet.host('fleet-1').server.container;
+    expect(await installedOpenclaw(canary)).toBe(EARLIER_OPENCLAW);
+    expect(await canary.ok('grep -c "e2e broken build" /opt/service-deploy/node/lib/node_modules/openclaw/openclaw.mjs || true')).toBe('0\n');
+    await healthzOn(canary);
+    const after1 = await footprintOf('fleet-1');
+    expect(after1.pid).not.toBe(before['fleet-1']!.pid);
+    expect(Number(after1.backups)).toBe(Number(before['fleet-1']!.backups) + 1);
+    for (const host of ['fleet-2', 'fleet-3']) expect(await footprintOf(host), `${host} was touched`).toEqual(before[host]);
+    // Every server behind the pin, and doctor says so.
+    const rows = await versionTable('broken release');
+    expect(rows.map((r) => [r.host, r.release, r.openclaw, r.result])).toEqual(HOSTS.map((h) => [h, RELEASE, `${EARLIER_OPENCLAW} (pin ${PINNED_OPENCLAW})`, 'FAILING']));
+    for (const row of rows) expect(row.failed.split(', '), row.host).toContain('agent-runtime');
+  });
+
+  step(`7. rolling.yml with the good release: fleet-1 first, then fleet-2 and fleet-3; every server upgraded to ${PINNED_OPENCLAW} and healthy; the table shows it`, 30 * 60_000, async () => {
+    for (const host of HOSTS) fleet.setEnvironment(host);
+    const run = await play('rolling.yml');
+    timings.rollingGoodMs = run.ms;
+    expect(run.exitCode, `${playFailure(run)}\n${run.stdout.slice(-4000)}`).toBe(0);
+    expectRecap(run, { 'fleet-1': 'changed', 'fleet-2': 'changed', 'fleet-3': 'changed' });
+    // Two batches (1, then the rest: at most 5), in that order.
+    const plays = run.stdout.split(/^PLAY \[/m).slice(1).filter((p) => !p.startsWith('RECAP'));
+    const installed = plays.map((p) => [...p.matchAll(/^changed: \[(fleet-\d)\]/gm)].map((m) => m[1]).filter((h, i, all) => all.indexOf(h) === i).sort());
+    expect(installed, run.stdout.slice(-3000)).toEqual([['fleet-1'], ['fleet-2', 'fleet-3']]);
+    for (const host of HOSTS) {
+      expect(run.stdout).toContain(`upgraded OpenClaw ${EARLIER_OPENCLAW} -> ${PINNED_OPENCLAW}: ${host} runs OpenClaw ${PINNED_OPENCLAW}`);
+      const c = fleet.host(host).server.container;
+      expect(await installedOpenclaw(c), host).toBe(PINNED_OPENCLAW);
+      await healthzOn(c);
+    }
+    const rows = await versionTable('good release');
+    expect(rows).toEqual(HOSTS.map((host) => ({ host, release: RELEASE, openclaw: PINNED_OPENCLAW, result: 'healthy', failed: '-', fixes: '-' })));
+  });
+
+  step('8. reset.yml asks first; confirmed, it resets fleet-3 only and its backup arrives on the control node (0600)', 10 * 60_000, async () => {
     const refused = await play('reset.yml', ['--limit', 'fleet-3', '-e', 'service_deploy_confirm_reset=no']);
     expect(refused.exitCode).not.toBe(0);
     expect(refused.stdout).toContain('not confirmed; nothing was changed');
@@ -150,7 +254,7 @@ describe.sequential(`a fleet of ${HOSTS.length} servers driven by Ansible (${SUI
     for (const h of ['fleet-1', 'fleet-2']) expect(fs.existsSync(fleet.host(h).server.container.hostPath('/root/.openclaw/openclaw.json')), h).toBe(true);
   });
 
-  step('6. no secret in any process argument, the ansible output, the servers\' logs; the Vault files are encrypted', 5 * 60_000, async () => {
+  step('9. no secret in any process argument, the ansible output, the servers\' logs; the Vault files are encrypted', 5 * 60_000, async () => {
     fleet.argv.stop();
     expect([...fleet.argv.leaks.keys()], `leaks seen in ${fleet.argv.samples} samples`).toEqual([]);
     const shown = Object.entries(fleet.secrets).filter(([, v]) => plays.some((p) => `${p.stdout}${p.stderr}`.includes(v))).map(([k]) => k);

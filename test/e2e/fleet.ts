@@ -69,6 +69,29 @@ function replaceOnce(text: string, from: string, to: string, file: string): stri
   return parts.join(to);
 }
 
+export interface DoctorRow {
+  host: string;
+  release: string;
+  openclaw: string;
+  result: string;
+  failed: string;
+  fixes: string;
+}
+
+/** The rows of doctor.yml's table (examples/ansible/.../doctor-table.j2), as the debug task prints them. */
+export function parseDoctorTable(stdout: string): DoctorRow[] {
+  const rows: DoctorRow[] = [];
+  for (const line of stdout.split('\n')) {
+    const m = /^\s*"((?:[^"\\]|\\.)*)",?$/.exec(line);
+    if (!m) continue;
+    const cells = m[1]!.split(' | ').map((c) => c.trim());
+    if (cells.length !== 6 || cells[0] === 'host') continue;
+    const [host, release, openclaw, result, failed, fixes] = cells as [string, string, string, string, string, string];
+    rows.push({ host, release, openclaw, result, failed, fixes });
+  }
+  return rows;
+}
+
 /** The PLAY RECAP lines of ansible-playbook's default output. */
 export function parseRecap(stdout: string): Record<string, Record<string, number>> {
   const out: Record<string, Record<string, number>> = {};
@@ -191,15 +214,26 @@ export class Fleet {
     for (const h of this.hosts) {
       write(at('host_vars', h.name, 'main.yml'), replaceOnce(hostMain, 'service_deploy_customer_name: Acme Dental', `service_deploy_customer_name: ${h.customer}`, 'examples/ansible/host_vars/acme-dental/main.yml'));
       write(at('host_vars', h.name, 'vault.yml'), `---\nvault_service_deploy_mcp_token: ${h.mcpToken}\n`);
-      // What only the e2e needs: the stand-ins' URLs and Debian accepted as the OS (non-secret).
-      const sources = this.stage.sources(h.ai, h.mcp);
-      delete sources.SERVICE_CA_BUNDLE;
-      write(at('host_vars', h.name, 'e2e.yml'), `---\nservice_deploy_environment:\n${Object.entries(sources).map(([k, v]) => `  ${k}: "${v}"`).join('\n')}\n`);
+      this.setEnvironment(h.name);
     }
     // Every secret file encrypted with ansible-vault (the password in a 0600 file, never an argument value).
     const vaults = [at('group_vars/all/vault.yml'), ...this.hosts.map((h) => at('host_vars', h.name, 'vault.yml'))];
     execFileSync('ansible-vault', ['encrypt', ...vaults], { env: this.env(), stdio: 'pipe' }); // the password file: ANSIBLE_VAULT_PASSWORD_FILE
     for (const v of vaults) if (!fs.readFileSync(v, 'utf8').startsWith('$ANSIBLE_VAULT;')) throw new Error(`${v} is not encrypted`);
+  }
+
+  /**
+   * host_vars/<host>/e2e.yml: what only the e2e needs, the stand-ins' URLs and Debian
+   * accepted as the OS, plus `extra` (a release's package source), as the role's
+   * non-secret `service_deploy_environment`.
+   */
+  setEnvironment(host: string, extra: Record<string, string> = {}): void {
+    const h = this.host(host);
+    const sources = { ...this.stage.sources(h.ai, h.mcp), ...extra };
+    delete sources.SERVICE_CA_BUNDLE;
+    const file = path.join(this.dir, 'host_vars', host, 'e2e.yml');
+    fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+    fs.writeFileSync(file, `---\nservice_deploy_environment:\n${Object.entries(sources).map(([k, v]) => `  ${k}: "${v}"`).join('\n')}\n`, { mode: 0o600 });
   }
 
   /** Sets a host_vars value in <host>/main.yml (model changes). */

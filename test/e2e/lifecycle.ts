@@ -16,6 +16,7 @@ import path from 'node:path';
 import { expect } from 'vitest';
 import { signRequest } from '../../src/channel/protocol.js';
 import { REPO } from '../helpers/binary.js';
+import type { Container } from './container.js';
 import { GATEWAY_PORT, GATEWAY_UNIT, channelPost, log, seconds, type World } from './harness.js';
 
 type Chat = (message: string) => Promise<{ reply: string }>;
@@ -25,6 +26,7 @@ const PINNED: string = components.openclaw.version;
 /** An earlier release of the pinned line, from the registry. */
 export const EARLIER_OPENCLAW = '2026.9.5';
 
+export const PINNED_OPENCLAW = PINNED;
 const PKG = '/opt/service-deploy/node/lib/node_modules/openclaw';
 const NODE_BIN = '/opt/service-deploy/node/bin';
 const USER_ENV = 'XDG_RUNTIME_DIR=/run/user/0';
@@ -42,7 +44,12 @@ async function until(what: string | (() => string), budgetMs: number, probe: () 
 }
 
 export async function healthz(world: World): Promise<void> {
-  expect(await world.container.ok(`curl -fsS -o /dev/null -w '%{http_code}' --retry 120 --retry-delay 1 --retry-all-errors http://127.0.0.1:${GATEWAY_PORT}/healthz`, { timeoutMs: 180_000 })).toBe('200');
+  await healthzOn(world.container);
+}
+
+/** /healthz answers 200 on this server within 2 minutes. */
+export async function healthzOn(c: Container): Promise<void> {
+  expect(await c.ok(`curl -fsS -o /dev/null -w '%{http_code}' --retry 120 --retry-delay 1 --retry-all-errors http://127.0.0.1:${GATEWAY_PORT}/healthz`, { timeoutMs: 180_000 })).toBe('200');
 }
 
 /** The answers (exact texts) not found in the deployment's SQLite databases under /root/.openclaw (or their WAL). */
@@ -55,7 +62,12 @@ export async function answersMissing(world: World, replies: string[]): Promise<s
 }
 
 async function installedVersion(world: World, dir = PKG): Promise<string | undefined> {
-  const text = await world.container.sh(`cat ${dir}/package.json`);
+  return installedOpenclaw(world.container, dir);
+}
+
+/** The OpenClaw version installed on this server (or in `dir`), undefined when none. */
+export async function installedOpenclaw(c: Container, dir = PKG): Promise<string | undefined> {
+  const text = await c.sh(`cat ${dir}/package.json`);
   return text.exitCode === 0 ? (JSON.parse(text.stdout) as { version: string }).version : undefined;
 }
 
@@ -256,8 +268,12 @@ export async function restartDuringTurn(world: World, chat: Chat): Promise<Recor
 
 /** A build of the pinned release whose gateway exits at start (every other command works), packed from the installed package. */
 export async function packBrokenBuild(world: World): Promise<string> {
-  const c = world.container;
-  expect(await installedVersion(world)).toBe(PINNED);
+  return packBrokenBuildOn(world.container);
+}
+
+/** packBrokenBuild on one server (the pinned release installed there); the tarball's path inside it. */
+export async function packBrokenBuildOn(c: Container): Promise<string> {
+  expect(await installedOpenclaw(c)).toBe(PINNED);
   await c.ok(`set -e; ${NPM_ENV}; rm -rf /root/e2e/broken; mkdir -p /root/e2e/broken/package; cd /root/e2e/broken
 tar -C ${PKG} --exclude=./node_modules -cf - . | tar -C package -xf -
 { head -n 1 package/openclaw.mjs; echo 'if (process.argv[2] === "gateway") { console.error("e2e broken build: the gateway exits at start"); process.exit(1); }'; tail -n +2 package/openclaw.mjs; } >package/openclaw.new
@@ -277,20 +293,28 @@ rm -rf package`, { timeoutMs: 5 * 60_000 });
  * upgrade must carry over.
  */
 export async function earlierReleaseInstalled(world: World, chat: Chat): Promise<Record<string, unknown> & { reply: string }> {
-  const c = world.container;
   const t = Date.now();
-  await c.ok(`set -e; ${NPM_ENV}; ${USER_ENV} systemctl --user stop ${GATEWAY_UNIT}
-npm install --global --prefix /opt/service-deploy/node --no-audit --no-fund --allow-scripts=openclaw openclaw@${EARLIER_OPENCLAW} >/dev/null
-rm -rf /root/.openclaw/state /root/.openclaw/agents
-${USER_ENV} systemctl --user start ${GATEWAY_UNIT}`, { timeoutMs: 10 * 60_000 });
-  expect(await installedVersion(world)).toBe(EARLIER_OPENCLAW);
-  await healthz(world);
+  await putEarlierRelease(world.container);
   const question = `answering on ${EARLIER_OPENCLAW}? ${randomBytes(4).toString('hex')}`;
   const answer = await chat(question);
   expect(answer.reply).toContain(question);
   const report = { wallMs: Date.now() - t, reply: answer.reply };
   log(`OpenClaw ${EARLIER_OPENCLAW} from the registry installed and answering: ${seconds(report.wallMs)}`);
   return report;
+}
+
+/**
+ * The earlier release put on a deployed server the way an earlier service-deploy installed
+ * it (npm of the deployed Node, over the package), on fresh state (the pinned release's
+ * databases are newer than it opens), started and answering /healthz.
+ */
+export async function putEarlierRelease(c: Container): Promise<void> {
+  await c.ok(`set -e; ${NPM_ENV}; ${USER_ENV} systemctl --user stop ${GATEWAY_UNIT}
+npm install --global --prefix /opt/service-deploy/node --no-audit --no-fund --allow-scripts=openclaw openclaw@${EARLIER_OPENCLAW} >/dev/null
+rm -rf /root/.openclaw/state /root/.openclaw/agents
+${USER_ENV} systemctl --user start ${GATEWAY_UNIT}`, { timeoutMs: 10 * 60_000 });
+  expect(await installedOpenclaw(c)).toBe(EARLIER_OPENCLAW);
+  await healthzOn(c);
 }
 
 /**
