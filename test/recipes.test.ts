@@ -142,3 +142,19 @@ describe('docs/architecture.md: adding a check', () => {
     expect(fixes.filter((f) => f !== FIXTURE_FIX)).toEqual([...FIXES]);
   });
 });
+
+describe('the docs a new step or check adds a row to', () => {
+  const rows = (file: string) => new Set([...fs.readFileSync(path.join(REPO, file), 'utf8').matchAll(/^\| `([a-z0-9-]+?)\*?` \|/gm)].map((m) => m[1]));
+
+  it("every install step has its row in docs/install.md's step table", () => {
+    const documented = rows('docs/install.md');
+    // A row may stand for a family of steps (`channel-*`).
+    const families = [...documented].filter((d) => d.endsWith('-'));
+    expect(installSteps().map((s) => s.id).filter((id) => !documented.has(id) && !families.some((f) => id.startsWith(f)))).toEqual([]);
+  });
+
+  it("every doctor check has its row in docs/operations.md's check table", () => {
+    const documented = rows('docs/operations.md');
+    expect(CHECKS.map((c) => c.id).filter((id) => !documented.has(id))).toEqual([]);
+  });
+});
