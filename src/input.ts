@@ -127,6 +127,11 @@ export function fileErrorText(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
+/** `--flag "value": problem` (an empty value: `--flag is empty`), the form refusals name a given value in. */
+export function givenProblem(name: string, value: string, problem: string): string {
+  return value.trim() === '' ? `${name} ${problem}` : `${name} ${shown(value)}: ${problem}`;
+}
+
 /** Shows a value the user gave inside a message: escaped, shortened, never a secret. */
 export function shown(value: string, max = 60): string {
   const json = JSON.stringify(value.length > max ? `${value.slice(0, max)}…` : value);

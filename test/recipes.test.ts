@@ -144,7 +144,7 @@ describe('docs/architecture.md: adding a check', () => {
 });
 
 describe('the docs a new step or check adds a row to', () => {
-  const rows = (file: string) => new Set([...fs.readFileSync(path.join(REPO, file), 'utf8').matchAll(/^\| `([a-z0-9-]+?)\*?` \|/gm)].map((m) => m[1]));
+  const rows = (file: string) => new Set([...fs.readFileSync(path.join(REPO, file), 'utf8').matchAll(/^\| `([a-z0-9-]+?)\*?` \|/gm)].map((m) => m[1]!));
 
   it("every install step has its row in docs/install.md's step table", () => {
     const documented = rows('docs/install.md');

@@ -19,7 +19,7 @@ export function numberOption(describe: string, more: { alias?: string; group?: s
 /** Options every command understands. */
 export function withGlobals<T>(yargs: Argv<T>) {
   return yargs
-    .option('json', { type: 'boolean', describe: 'Print machine-readable JSON on stdout, errors included (docs/json.md)' })
+    .option('json', { type: 'boolean', describe: 'Print machine-readable JSON on stdout, errors included (versioned; docs/json.md in the sources)' })
     .option('verbose', { type: 'boolean', describe: 'Show every command run and more detail on stderr' });
 }
 

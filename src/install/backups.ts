@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { UsageError } from '../errors.js';
 import { createHost, readOnlyHost, type Host } from '../host/index.js';
-import { integerProblem } from '../input.js';
+import { givenProblem, integerProblem } from '../input.js';
 import { LAYOUT } from '../layout.js';
 import { printLine } from '../output.js';
 import { planFile, writeDesired, type DesiredFile } from '../pipeline/files.js';
@@ -56,7 +56,7 @@ export function parseEvery(value: string): { every: string; seconds: number } | 
 
 export function parseKeep(value: string | number): number {
   const problem = integerProblem(String(value), 1, MAX_KEEP);
-  if (problem) throw new UsageError(`--keep ${problem}`, `give a whole number of backups from 1 to ${MAX_KEEP}; nothing was changed`);
+  if (problem) throw new UsageError(givenProblem('--keep', String(value), problem), `give a whole number of backups from 1 to ${MAX_KEEP}; nothing was changed`);
   return Number(String(value).trim());
 }
 

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { resolveDeploymentInputs } from '../answers/index.js';
 import { UsageError } from '../errors.js';
 import { createHost, readOnlyHost, type Host } from '../host/index.js';
-import { integerProblem } from '../input.js';
+import { givenProblem, integerProblem } from '../input.js';
 import { LAYOUT } from '../layout.js';
 import { printLine } from '../output.js';
 import { emitJson, restorePlanOutput } from '../json/index.js';
@@ -42,7 +42,7 @@ function limitsOf(request: RestoreRequest): ArchiveLimits {
   const mib = (value: number | string | undefined, flag: string, fallback: number): number => {
     if (value === undefined) return fallback;
     const problem = integerProblem(String(value), 1, MAX_LIMIT_MIB);
-    if (problem) throw new UsageError(`${flag} ${problem}`, `give a whole number of MiB from 1 to ${MAX_LIMIT_MIB}; nothing was changed`);
+    if (problem) throw new UsageError(givenProblem(flag, String(value), problem), `give a whole number of MiB from 1 to ${MAX_LIMIT_MIB}; nothing was changed`);
     return Number(String(value).trim()) * MIB;
   };
   return {
