@@ -97,6 +97,30 @@ export async function removeCgroups(dirs: string[]): Promise<void> {
   }
 }
 
+/**
+ * The cgroup the harness's commands run in inside a container, beside its init.scope:
+ * on a real server a command runs in a cgroup its systemd knows (an ssh session's scope,
+ * cloud-final.service). A process left in the harness's own cgroup, outside the
+ * container's tree (`0::/../..` as the container sees it), is refused by systemd 257's
+ * logind: `loginctl enable-linger root` failed with "Protocol driver not attached"
+ * (EUNATCH) for the whole install on Debian 13, and worked from this cgroup.
+ */
+export const EXEC_CGROUP = 'e2e-exec';
+
+/** Makes EXEC_CGROUP in each hierarchy the container's systemd runs in; [] before its init sits in init.scope. */
+export function execCgroups(initPid: number): string[] {
+  const all = mounts();
+  const out: string[] = [];
+  for (const c of cgroupsOf(initPid)) {
+    const mount = c.controllers.length === 0 ? all.find((m) => m.type === 'cgroup2') : c.controllers.includes('name=systemd') ? all.find((m) => m.type === 'cgroup' && m.options.includes('name=systemd')) : undefined;
+    if (!mount || !c.path.endsWith('/init.scope')) continue;
+    const dir = path.join(mount.point, path.dirname(c.path), EXEC_CGROUP);
+    fs.mkdirSync(dir, { recursive: true });
+    out.push(dir);
+  }
+  return out;
+}
+
 /** The host folder of a process's cgroup in the unified hierarchy (cgroup v2), if the host has one. */
 export function unifiedCgroupOf(pid: number): string | undefined {
   const unified = mounts().find((m) => m.type === 'cgroup2');

@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
 import { E2E_CACHE } from './artifacts.js';
-import { containerCgroups, foreignProcesses, pidNamespace, removeCgroups, unifiedCgroupOf } from './cgroups.js';
+import { containerCgroups, execCgroups, foreignProcesses, pidNamespace, removeCgroups, unifiedCgroupOf } from './cgroups.js';
 import type { NetSlot } from './netns.js';
 
 /**
@@ -205,6 +205,8 @@ export class Container {
   readonly root: string;
   private nspawnPidValue = 0;
   initPid = 0;
+  /** Where sh() runs its commands (cgroups.ts, EXEC_CGROUP), once the init is in its init.scope. */
+  private execDirs: string[] = [];
   /** The host cgroup folders this container runs in (cgroups.ts), removed with it. */
   private cgroups: string[] = [];
   private exited: Promise<void> = Promise.resolve();
@@ -389,7 +391,11 @@ export class Container {
     const started = Date.now();
     // Without CAP_NET_ADMIN: the container shares this machine's network namespace, so
     // nothing run inside may change its firewall or network (as in a container VPS).
-    const result = await execa('setpriv', ['--bounding-set', '-net_admin', 'nsenter', '-t', String(this.initPid), '-a', '/bin/bash', '-c', `cd /root && ${script}`], {
+    // In the container's own cgroup (cgroups.ts, EXEC_CGROUP), as a command on a server runs.
+    if (this.execDirs.length === 0) this.execDirs = execCgroups(this.initPid);
+    const enter = this.execDirs.map((dir) => `echo $$ > ${dir}/cgroup.procs; `).join('');
+    const command = ['setpriv', '--bounding-set', '-net_admin', 'nsenter', '-t', String(this.initPid), '-a', '/bin/bash', '-c', `cd /root && ${script}`];
+    const result = await execa('sh', ['-c', `set -e; ${enter}exec "$@"`, 'sh', ...command], {
       env: { ...BASE_ENV, ...options.env },
       extendEnv: false,
       reject: false,

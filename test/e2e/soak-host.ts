@@ -4,7 +4,7 @@
 // log. Reading from the host adds no process to the server between samples.
 import fs from 'node:fs';
 import path from 'node:path';
-import { cgroupsOf, foreignProcesses, mounts, pidNamespace } from './cgroups.js';
+import { EXEC_CGROUP, cgroupsOf, foreignProcesses, mounts, pidNamespace } from './cgroups.js';
 import type { Container } from './container.js';
 import { GATEWAY_UNIT } from './harness.js';
 
@@ -237,7 +237,8 @@ export class ServerProbe {
       } catch {
         return; // removed meanwhile (a unit stopping)
       }
-      for (const e of entries) if (e.isDirectory()) visit(path.join(d, e.name));
+      // The harness's own commands (cgroups.ts, EXEC_CGROUP) are not the server's processes.
+      for (const e of entries) if (e.isDirectory() && e.name !== EXEC_CGROUP) visit(path.join(d, e.name));
     };
     visit(dir);
     // Another container's processes here would be counted as this server's (cgroups.ts).
