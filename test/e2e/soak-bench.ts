@@ -96,6 +96,8 @@ if (process.env.SOAK_REPORT) {
 }
 
 const started = Date.now();
+// The commit the run starts from: the checkout may move on while it runs (an hour).
+const startCommit = commit();
 const notes: string[] = [];
 const events: SoakRun['events'] = [];
 const limit = settings.memoryMax > 0 ? MemoryLimit.create(settings.memoryMax, `sd-soak-${process.pid}`) : undefined;
@@ -281,7 +283,7 @@ async function main(): Promise<number> {
 function report(samples: SoakSample[]): number {
   const run: SoakRun = {
     startedAt: new Date(started).toISOString(),
-    commit: commit(),
+    commit: startCommit,
     release: world.release,
     settings,
     memoryLimit: limit ? { bytes: settings.memoryMax, cgroup: limit.dir, version: limit.version } : null,
