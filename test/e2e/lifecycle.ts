@@ -252,9 +252,14 @@ export async function restartDuringTurn(world: World, chat: Chat): Promise<Recor
     expect(restarted.exitCode, restarted.stderr).toBe(0);
     await healthz(world);
     expect(await world.userUnit('MainPID')).not.toBe(pidBefore);
-    // The runtime's own account: it waited for the turn before it stopped.
+    // The runtime's own account: it went through its active-work drain before it closed.
+    // (The turn being waited for is proved above: held while the unit was deactivating,
+    // answered after. The pinned release logs "draining active work" only when its first
+    // snapshot of active work is not idle, which on a loaded machine it was not always:
+    // information only.)
     const said = (await c.sh(`journalctl _SYSTEMD_USER_UNIT=${GATEWAY_UNIT} --since @${Math.floor(t / 1000)} --no-pager -o cat | grep -E 'draining active work|drain settled' | head -4`)).stdout.trim().split('\n').filter(Boolean);
-    expect(said.some((l) => l.includes('draining active work')), `the gateway's journal since the restart: ${JSON.stringify(said)}`).toBe(true);
+    expect(said.some((l) => l.includes('drain settled')), `the gateway's journal since the restart: ${JSON.stringify(said)}`).toBe(true);
+    expect(done.at, 'the answer came after the stop began').toBeGreaterThan(stopping);
     const report = { turnMs: done.at - t, answeredAfterStopBeganMs: done.at - stopping, restartMs: Date.now() - stopping, gatewaySaid: said.map((l) => l.replace(/^.*\[gateway\] /, '')) };
     log(`restart during an agent turn: ${JSON.stringify(report)}`);
     return report;
