@@ -308,12 +308,28 @@ function profileFilesHolding(world: World, secrets: string[]): string[] {
   const root = world.container.hostPath(`${DEVICE_DIR}/profile`);
   const needles = secrets.flatMap((s) => [Buffer.from(s, 'utf8'), Buffer.from(s, 'utf16le')]);
   const hits: string[] = [];
+  // A running browser removes cache entries while we read: a file or folder gone between
+  // the listing and the read is no longer on disk (the e2e once failed on ENOENT here).
+  const gone = (error: unknown) => (error as NodeJS.ErrnoException).code === 'ENOENT';
   const walk = (dir: string) => {
-    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+    let entries: fs.Dirent[];
+    try {
+      entries = fs.readdirSync(dir, { withFileTypes: true });
+    } catch (error) {
+      if (gone(error)) return;
+      throw error;
+    }
+    for (const entry of entries) {
       const file = path.join(dir, entry.name);
       if (entry.isDirectory()) walk(file);
       else if (entry.isFile()) {
-        const bytes = fs.readFileSync(file);
+        let bytes: Buffer;
+        try {
+          bytes = fs.readFileSync(file);
+        } catch (error) {
+          if (gone(error)) continue;
+          throw error;
+        }
         if (needles.some((n) => bytes.includes(n))) hits.push(path.relative(root, file));
       }
     }
