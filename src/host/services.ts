@@ -116,6 +116,15 @@ export class Services {
     await this.systemctl(scope, ['restart', unit]);
   }
 
+  /**
+   * Forgets a unit's failures, its start-limit count included: after a crash loop (a
+   * broken build restarted until StartLimitBurst) systemd refuses every start of the unit
+   * until this, or until its StartLimitIntervalSec has passed.
+   */
+  async resetFailed(scope: ServiceScope, unit: string): Promise<void> {
+    await this.systemctl(scope, ['reset-failed', unit], true);
+  }
+
   async reload(scope: ServiceScope, unit: string): Promise<void> {
     await this.systemctl(scope, ['reload', unit]);
   }

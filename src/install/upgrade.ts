@@ -243,6 +243,9 @@ export async function rollBack(host: Host, backup: string): Promise<RollbackResu
   await host.services.daemonReload('user');
   // QMD's server runs on the Node just switched back (stopped above, with the writers).
   await host.services.start('user', LAYOUT.qmdMcpService).catch(() => undefined);
+  // A build that exited at start was restarted by systemd until the unit's start limit:
+  // without this the earlier release would be refused too (the e2e's broken upgrade).
+  await host.services.resetFailed('user', LAYOUT.gatewayUnit);
   await host.services.restart('user', LAYOUT.gatewayUnit);
   await host.services.start('user', LAYOUT.qmdRefreshTimer).catch(() => undefined);
   return waitHealthy(host);
