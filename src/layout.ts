@@ -24,11 +24,21 @@ export const LAYOUT = {
   guardLock: '/run/service-deploy/guard.lock',
 
   nodePrefix: '/opt/service-deploy/node',
-  openclawBin: '/opt/service-deploy/node/bin/openclaw',
+  /** OpenClaw's project folder: package.json and package-lock.json as shipped (templates/locks), node_modules as npm ci made it. */
+  openclawProject: '/opt/service-deploy/openclaw',
+  /**
+   * A symbolic link to the OpenClaw package that runs (the project's, or the global one
+   * releases before the locks installed, which a rollback may bring back): the unit, the
+   * wrapper and our own calls run through it, so switching a release is one rename.
+   */
+  openclawCurrent: '/opt/service-deploy/openclaw-current',
+  openclawBin: '/opt/service-deploy/openclaw-current/openclaw.mjs',
   openclawWrapper: '/usr/local/bin/openclaw',
   // QMD memory: its own npm prefix (CPU build only), its index and collection config in
   // QMD's default places for root, and the refresh timer beside the gateway.
   qmdPrefix: '/opt/service-deploy/qmd',
+  /** Where the install stages QMD's project from the lock before it is renamed into place. */
+  qmdNext: '/opt/service-deploy/qmd-next',
   qmdBin: '/opt/service-deploy/qmd/node_modules/.bin/qmd',
   qmdRefreshScript: '/opt/service-deploy/qmd/refresh.sh',
   qmdCacheDir: '/root/.cache/qmd',
@@ -94,9 +104,9 @@ export const LAYOUT = {
   backupTimer: 'service-deploy-backup.timer',
   backupServiceFile: '/etc/systemd/system/service-deploy-backup.service',
   backupTimerFile: '/etc/systemd/system/service-deploy-backup.timer',
-  /** The OpenClaw package an upgrade replaced, kept whole for `service-deploy rollback`. */
+  /** The OpenClaw an upgrade replaced (a project folder, or a global package of the earlier layout), kept whole for `service-deploy rollback`. */
   openclawPrevious: '/opt/service-deploy/openclaw-previous',
-  /** npm prefix an upgrade installs the new OpenClaw into before it is switched in. */
+  /** The project folder an install or upgrade installs OpenClaw's lock into before it is switched in. */
   openclawNext: '/opt/service-deploy/openclaw-next',
   /** The Node prefix an upgrade of the pinned Node replaced (with its global packages), kept whole for `service-deploy rollback`. */
   nodePrevious: '/opt/service-deploy/node-previous',

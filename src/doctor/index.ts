@@ -28,6 +28,7 @@ import { osCheck } from './checks/os.js';
 import { packageLockCheck } from './checks/package-lock.js';
 import { packagesCheck } from './checks/packages.js';
 import { pluginsCheck } from './checks/plugins.js';
+import { runtimeTreesCheck } from './checks/runtime-trees.js';
 import { providersCheck } from './checks/providers.js';
 import { secretsCheck } from './checks/secrets.js';
 import { runtimeConfigCheck } from './checks/runtime-config.js';
@@ -41,6 +42,7 @@ export const CHECKS: readonly Check[] = [
   nodeRuntimeCheck,
   agentRuntimeCheck,
   pluginsCheck,
+  runtimeTreesCheck,
   packagesCheck,
   gatewayServiceCheck,
   gatewaySandboxCheck,

@@ -34,7 +34,9 @@ const DEPLOYMENT_TRACES = [
   LAYOUT.manifestFile,
   LAYOUT.runtimeConfig,
   LAYOUT.gatewayUnitFile,
-  LAYOUT.openclawBin,
+  LAYOUT.openclawProject,
+  // OpenClaw as releases before the locks installed it (a global package in the Node prefix).
+  `${LAYOUT.nodePrefix}/lib/node_modules/openclaw`,
   LAYOUT.nginxSite,
   LAYOUT.guardCron,
 ];

@@ -2,7 +2,7 @@ import { loadComponents } from '../components.js';
 import type { Host } from '../host/index.js';
 import { LAYOUT } from '../layout.js';
 import type { Written, WrittenFile } from '../pipeline/writes.js';
-import { GLOBAL_MODULES, installedPackageVersion } from '../runtime/openclaw.js';
+import { installedOpenclawVersion } from '../runtime/openclaw-place.js';
 import { nodeVersionIn, stampedNodeVersion } from '../steps/node-runtime.js';
 
 /**
@@ -34,7 +34,7 @@ export interface UpgradeVersions {
  */
 export async function pendingUpgrade(host: Host): Promise<UpgradeVersions | undefined> {
   const components = loadComponents(host.env);
-  const have = await installedPackageVersion(host, GLOBAL_MODULES, components.openclaw.package);
+  const have = await installedOpenclawVersion(host, components.openclaw.package);
   if (!have) return undefined;
   // The stamp answers while the binary is the one the install verified (no process on a re-run).
   const nodeHave = (await host.files.stat(`${LAYOUT.nodePrefix}/bin/node`)) ? ((await stampedNodeVersion(host)) ?? (await nodeVersionIn(host, LAYOUT.nodePrefix))) : undefined;

@@ -5,7 +5,8 @@ import { emitJson, installOutput, rollbackOutput, upgradeFailedOutput } from '..
 import { printLine } from '../output.js';
 import { recordProgramFiles } from '../pipeline/manifest.js';
 import { pipelineJson } from '../pipeline/report.js';
-import { GLOBAL_MODULES, installedPackageVersion, nodeFiles, openclawFiles } from '../runtime/openclaw.js';
+import { nodeFiles, openclawFiles } from '../runtime/openclaw.js';
+import { installedOpenclawVersion } from '../runtime/openclaw-place.js';
 import { waitForGateway } from '../steps/health.js';
 import { UpgradeError, installBeside, runMigrations, switchToPrevious, switchToStaged, type UpgradeStage } from '../steps/openclaw-upgrade.js';
 import { loadComponents } from '../components.js';
@@ -223,9 +224,9 @@ async function resumeOnly(host: Host, resume: () => Promise<void>): Promise<Roll
 export async function rollBack(host: Host, backup: string): Promise<RollbackResult> {
   await stopWriters(host);
   const node = await switchNodeToPrevious(host);
-  // The kept prefix holds the earlier OpenClaw; a package kept by the same upgrade is a copy of it.
-  if (node) await host.files.remove(LAYOUT.openclawPrevious);
-  else if (!(await switchToPrevious(host))) {
+  // OpenClaw's project is apart from the Node prefix; a global package of the earlier layout came back with the prefix.
+  const openclaw = await switchToPrevious(host);
+  if (!node && !openclaw) {
     throw new DeployError(`no previous OpenClaw package at ${LAYOUT.openclawPrevious} and no previous Node at ${LAYOUT.nodePrevious}`, `restore the state with service-deploy restore ${backup}`);
   }
   const handle = await openArchive(host.paths.real(backup), backup);
@@ -264,7 +265,7 @@ export async function runRollback(host: Host, request: RollbackRequest): Promise
   const record = await readUpgradeRecord(host);
   const point = await rollbackPoint(host);
   if (!record || !point.openclaw) throw new UsageError('there is no upgrade to roll back (no previous OpenClaw package or Node kept)', 'nothing was changed');
-  const current = await installedPackageVersion(host, GLOBAL_MODULES, 'openclaw');
+  const current = await installedOpenclawVersion(host);
   const currentNode = point.node ? await nodeVersionIn(host, LAYOUT.nodePrefix) : undefined;
   const node = point.node ? { from: currentNode ?? null, to: point.node } : undefined;
   const versions = [current !== point.openclaw || !node ? `OpenClaw ${current ?? 'missing'} -> ${point.openclaw}` : '', node ? `Node ${node.from ?? 'missing'} -> ${node.to}` : ''].filter(Boolean).join(' and ');

@@ -5,7 +5,8 @@ import { printError, printLine } from '../output.js';
 import { emitJson, statusOutput, type ErrorBody } from '../json/index.js';
 import { readStoredAnswers } from '../answers/index.js';
 import { HEALTH_VERDICT_TIMEOUT_MS, probeHealth } from '../steps/health.js';
-import { GLOBAL_MODULES, PLUGIN_PREFIX, installedPackageVersion } from '../runtime/openclaw.js';
+import { PLUGIN_PREFIX, installedPackageVersion } from '../runtime/openclaw.js';
+import { installedOpenclawVersion } from '../runtime/openclaw-place.js';
 import { meshStatus } from '../steps/mesh-client.js';
 import { rollbackPoint } from '../steps/node-upgrade.js';
 import { VERSION } from '../version.js';
@@ -28,7 +29,7 @@ export async function collectStatus(host: Host): Promise<StatusReport> {
   const [answers, node, openclaw, qmd, lossless, gateway, health, mesh, channel] = await Promise.all([
     readStoredAnswers(host),
     host.exec.run(host.paths.real(`${LAYOUT.nodePrefix}/bin/node`), ['--version'], { allowFailure: true }),
-    installedPackageVersion(host, GLOBAL_MODULES, components.openclaw.package),
+    installedOpenclawVersion(host, components.openclaw.package),
     installedPackageVersion(host, `${LAYOUT.qmdPrefix}/node_modules`, components.qmd.package),
     installedPackageVersion(host, `${PLUGIN_PREFIX}/node_modules`, components.losslessClaw.package),
     host.services.isActive('user', LAYOUT.gatewayUnit).catch(() => false),

@@ -77,7 +77,8 @@ export async function installedPackageVersion(host: Host, nodeModules: string, n
 
 export const GLOBAL_MODULES = `${LAYOUT.nodePrefix}/lib/node_modules`;
 export const PLUGIN_PREFIX = '/opt/service-deploy/plugins';
-export const OPENCLAW_ENTRY = `${GLOBAL_MODULES}/openclaw/openclaw.mjs`;
+/** What the unit and the wrapper run: the entry of the package that runs, through its link (runtime/openclaw-place.ts). */
+export const OPENCLAW_ENTRY = LAYOUT.openclawBin;
 
 /**
  * The files of each installed program that must be there (the rest of a package is
@@ -93,12 +94,14 @@ export interface ProgramFiles {
   optional: string[];
 }
 
+/** OpenClaw's project (its lock and the package npm ci put in it). */
 export function openclawFiles(packageName = 'openclaw'): ProgramFiles {
-  return { tree: LAYOUT.nodePrefix, required: [`${GLOBAL_MODULES}/${packageName}/package.json`, OPENCLAW_ENTRY, LAYOUT.openclawBin], optional: [] };
+  const dir = `${LAYOUT.openclawProject}/node_modules/${packageName}`;
+  return { tree: LAYOUT.openclawProject, required: [`${LAYOUT.openclawProject}/package-lock.json`, `${dir}/package.json`, `${dir}/openclaw.mjs`], optional: [] };
 }
 
 export function qmdFiles(packageName: string): ProgramFiles {
-  return { tree: LAYOUT.qmdPrefix, required: [`${LAYOUT.qmdPrefix}/node_modules/${packageName}/package.json`, LAYOUT.qmdBin], optional: [] };
+  return { tree: LAYOUT.qmdPrefix, required: [`${LAYOUT.qmdPrefix}/package-lock.json`, `${LAYOUT.qmdPrefix}/node_modules/${packageName}/package.json`, LAYOUT.qmdBin], optional: [] };
 }
 
 export function losslessClawFiles(packageName: string): ProgramFiles {

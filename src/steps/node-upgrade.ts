@@ -4,6 +4,7 @@ import type { Host } from '../host/index.js';
 import { LAYOUT } from '../layout.js';
 import { downloadNode, nodeVersionIn, unpackNode } from './node-runtime.js';
 import { UpgradeError } from './openclaw-upgrade.js';
+import { installedOpenclawVersion, previousRelease } from '../runtime/openclaw-place.js';
 
 /**
  * An upgrade of the pinned Node unpacks the new release beside the old prefix, carries
@@ -12,9 +13,11 @@ import { UpgradeError } from './openclaw-upgrade.js';
  *
  *   /opt/service-deploy/node-next   <- the release tarball (SHASUMS256-checked), then a
  *                                      copy of every global package and bin link of the
- *                                      old prefix the tarball does not bring (OpenClaw)
- *   /opt/service-deploy/node        -> /opt/service-deploy/node-previous (kept whole, its
- *                                      OpenClaw too, for the rollback)
+ *                                      old prefix the tarball does not bring (OpenClaw on a
+ *                                      server of the earlier layout; OpenClaw's project
+ *                                      lies apart since the locks)
+ *   /opt/service-deploy/node        -> /opt/service-deploy/node-previous (kept whole, for
+ *                                      the rollback)
  *   /opt/service-deploy/node-next   -> /opt/service-deploy/node
  *
  * The old prefix keeps working until the switch; the gateway is stopped by then.
@@ -109,6 +112,9 @@ export async function rollbackPoint(host: Host): Promise<{ openclaw?: string; no
     }
   };
   const node = (await host.files.stat(`${LAYOUT.nodePrevious}/bin/node`)) ? await nodeVersionIn(host, LAYOUT.nodePrevious) : undefined;
-  const openclaw = node ? await version(`${LAYOUT.nodePrevious}/lib/node_modules/openclaw/package.json`) : await version(`${LAYOUT.openclawPrevious}/package.json`);
+  // A kept release first; else the one a kept Node prefix holds (the earlier layout's global
+  // package), else the one that runs (OpenClaw's project is apart from the Node prefix).
+  const kept = (await previousRelease(host))?.version;
+  const openclaw = kept ?? (node ? ((await version(`${LAYOUT.nodePrevious}/lib/node_modules/openclaw/package.json`)) ?? (await installedOpenclawVersion(host))) : undefined);
   return { ...(openclaw ? { openclaw } : {}), ...(node ? { node } : {}) };
 }

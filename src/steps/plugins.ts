@@ -5,52 +5,75 @@ import { recordProgramFiles } from '../pipeline/manifest.js';
 import type { WrittenFile, WrittenFolder } from '../pipeline/writes.js';
 import { installAfresh, packageState, type PackageState } from './package-files.js';
 import { PLUGIN_PREFIX, installedPackageVersion, losslessClawFiles, npm, qmdFiles } from '../runtime/openclaw.js';
+import { installLockedProject, lockedProject, lockedTreeState, projectIsCurrent, switchProjectIn, type LockedProject } from '../runtime/locked-install.js';
 
 /**
  * QMD memory, the program. OpenClaw removed its QMD memory backend in 2026.8.1 (builtin
  * memory is the only engine now), so QMD is installed as its own program and wired into
  * the agent as an MCP server (one resident `qmd mcp --http`, steps/memory-service.ts),
- * which the pinned OpenClaw supports. It gets an npm prefix of its own so that only the CPU build of its native
- * parts is installed (`--omit=optional` drops node-llama-cpp's GPU prebuilds, about 660
- * of the 856 MB; the CPU ones are named instead): npm ignores --omit for --global.
+ * which the pinned OpenClaw supports. Its project folder is installed from the lock this
+ * binary ships for the architecture (runtime/locked-install.ts): the CPU build of its
+ * native parts only (`--omit=optional` drops node-llama-cpp's GPU prebuilds, about 660 of
+ * the 856 MB; the CPU ones are dependencies of the project). Staged beside and renamed in;
+ * what else the folder holds (the refresh script) is carried over.
  * What it indexes and when: steps/memory-index.ts. docs/components.md has the details.
  */
 const QMD_PREFIX: WrittenFolder = { path: LAYOUT.qmdPrefix, type: 'folder', mode: 0o755 };
-/** The prefix's package.json: npm records what it installed there (not ours to check). */
+const QMD_NEXT: WrittenFolder = { path: LAYOUT.qmdNext, type: 'folder', staged: true };
+/** The project's package.json and lock, as shipped (recorded with the programs). */
 const QMD_MANIFEST: WrittenFile = { path: `${LAYOUT.qmdPrefix}/package.json`, type: 'file', mode: 0o644 };
+/** What npm owns in a project folder; the rest is ours and moves with the folder. */
+const NPM_OWNED = new Set(['node_modules', 'package.json', 'package-lock.json']);
+
+interface QmdPlan {
+  state: PackageState;
+  project: LockedProject;
+}
 
 export const memoryStep: Step = {
   id: 'memory',
-  title: 'Memory daemon (QMD, as an MCP server)',
+  title: 'Memory daemon (QMD, as an MCP server, from the shipped lock)',
   needs: ['node-runtime'],
-  writes: [QMD_PREFIX, QMD_MANIFEST, { type: 'programs', path: LAYOUT.qmdPrefix, files: (components) => qmdFiles(components.qmd.package) }],
+  writes: [QMD_PREFIX, QMD_NEXT, QMD_MANIFEST, { type: 'programs', path: LAYOUT.qmdPrefix, files: (components) => qmdFiles(components.qmd.package) }],
   async check({ host, components }) {
-    const have = await installedPackageVersion(host, `${LAYOUT.qmdPrefix}/node_modules`, components.qmd.package);
-    const state = await packageState(host, have, components.qmd.version, qmdFiles(components.qmd.package));
+    const { package: name, version: want } = components.qmd;
+    const project = lockedProject('qmd', name, components.sources.qmdSpec);
+    const have = await installedPackageVersion(host, `${LAYOUT.qmdPrefix}/node_modules`, name);
+    const fromLock = have === want && (await projectIsCurrent(host, LAYOUT.qmdPrefix, project));
+    const state = fromLock ? await lockedTreeState(host, LAYOUT.qmdPrefix, 'qmd', await packageState(host, have, want, qmdFiles(name))) : { install: true };
     if (!state.install) return { changes: [] };
-    const summary = state.damaged ? `reinstall QMD ${have}: ${state.damaged}` : have ? `QMD ${have} -> ${components.qmd.version} (CPU build)` : `install QMD ${components.qmd.version} (CPU build)`;
+    const how = `from the shipped lock (npm ${project.command}, CPU build)`;
+    const summary = state.damaged
+      ? `reinstall QMD ${have} ${how}: ${state.damaged}`
+      : have === want ? `QMD ${want}: ${LAYOUT.qmdPrefix} is not the shipped lock's: install ${how}` : have ? `QMD ${have} -> ${want} ${how}` : `install QMD ${want} ${how}`;
     // The resident QMD MCP server runs this package; the gateway only talks to it over HTTP.
-    return { changes: [{ target: components.qmd.package, summary }], notify: ['qmd-restart'], data: state };
+    const plan: QmdPlan = { state, project };
+    return { changes: [{ target: name, summary }], notify: ['qmd-restart'], data: plan };
   },
   async apply(ctx, plan) {
     const { host, components } = ctx;
-    await ensureFolder(host, QMD_PREFIX);
-    await host.files.write(QMD_MANIFEST.path, qmdManifest(await host.files.read(QMD_MANIFEST.path)), { mode: QMD_MANIFEST.mode });
-    const cpu = components.qmd.cpuBuild[process.arch === 'arm64' ? 'arm64' : 'x64'];
-    const doing = `npm install ${components.sources.qmdSpec} (CPU build)`;
+    const { project } = plan.data as QmdPlan;
+    const doing = `npm ${project.command} ${components.sources.qmdSpec} (from the shipped lock, CPU build)`;
     ctx.progress(doing);
-    await installAfresh(host, `${LAYOUT.qmdPrefix}/node_modules/${components.qmd.package}`, Boolean((plan.data as PackageState).damaged), async () => {
-      await npm(host, [
-        'install', '--prefix', host.paths.real(LAYOUT.qmdPrefix), '--omit=optional', '--no-audit', '--no-fund', '--save-exact',
-        components.sources.qmdSpec, ...cpu,
-      ], {
+    try {
+      await installLockedProject(host, LAYOUT.qmdNext, project, {
         // Where the CPU prebuild cannot load (an older glibc), node-llama-cpp's install
         // script would clone llama.cpp from GitHub and compile it: never on a customer's
         // server. QMD's search works without it; only local embeddings need it.
         env: { NODE_LLAMA_CPP_SKIP_DOWNLOAD: 'true' },
         progress: (counts) => ctx.progress(`${doing}: ${counts}`),
       });
-    });
+      const staged = await installedPackageVersion(host, `${LAYOUT.qmdNext}/node_modules`, components.qmd.package);
+      if (staged !== components.qmd.version) throw new Error(`npm installed QMD ${staged ?? 'nothing'} from the lock, expected ${components.qmd.version}`);
+      for (const entry of await host.files.list(LAYOUT.qmdPrefix)) {
+        if (!NPM_OWNED.has(entry)) await host.files.copyTree(`${LAYOUT.qmdPrefix}/${entry}`, `${LAYOUT.qmdNext}/${entry}`);
+      }
+    } catch (error) {
+      await host.files.remove(LAYOUT.qmdNext);
+      throw error;
+    }
+    await switchProjectIn(host, LAYOUT.qmdNext, LAYOUT.qmdPrefix);
+    await host.files.chmod(LAYOUT.qmdPrefix, QMD_PREFIX.mode!);
     await recordProgramFiles(host, qmdFiles(components.qmd.package));
   },
   async verify({ host, components }) {
@@ -59,22 +82,6 @@ export const memoryStep: Step = {
     if (!(await host.files.exists(LAYOUT.qmdBin))) throw new Error(`${LAYOUT.qmdBin} is missing after the QMD install`);
   },
 };
-
-/**
- * The prefix's package.json (npm records the dependencies it installs there, which are
- * kept). npm 11 runs the install scripts of a project install only for the packages
- * named in allowScripts.
- */
-export function qmdManifest(existing: string | undefined): string {
-  let current: Record<string, unknown> = {};
-  try {
-    const parsed: unknown = existing ? JSON.parse(existing) : {};
-    if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) current = parsed as Record<string, unknown>;
-  } catch {
-    // unreadable: start again; npm re-records the dependencies
-  }
-  return `${JSON.stringify({ ...current, name: 'service-deploy-qmd', private: true, allowScripts: { 'better-sqlite3': true, 'node-llama-cpp': true } }, null, 2)}\n`;
-}
 
 /**
  * The lossless-claw context engine plugin, installed with npm into a prefix of ours

@@ -110,7 +110,8 @@ describe('node-runtime: a server below the pinned Node is flagged, with the upgr
 const BROKEN: Array<[string, () => void | Promise<void>, RegExp, RegExp, boolean]> = [
   ['os', () => sb.write('/etc/os-release', 'ID=debian\nVERSION_ID="12"\nPRETTY_NAME="Debian GNU/Linux 12"\n'), /Debian GNU\/Linux 12 is not supported/, /Ubuntu 22\.04 or 24\.04/, false],
   ['node-runtime', () => sb.write(`${LAYOUT.nodePrefix}/bin/node`, '#!/bin/sh\necho v22.1.0\n', 0o755), /Node 22\.1\.0, below the pinned 26\./, /service-deploy install/, false],
-  ['agent-runtime', () => sb.write(`${LAYOUT.nodePrefix}/lib/node_modules/openclaw/package.json`, '{"name":"openclaw","version":"2026.1.0"}'), /OpenClaw 2026\.1\.0 is installed, this service-deploy pins/, /service-deploy install/, false],
+  ['agent-runtime', () => sb.write(`${LAYOUT.openclawProject}/node_modules/openclaw/package.json`, '{"name":"openclaw","version":"2026.1.0"}'), /OpenClaw 2026\.1\.0 is installed, this service-deploy pins/, /service-deploy install/, false],
+  ['runtime-trees', () => sb.write(`${LAYOUT.openclawProject}/node_modules/@anthropic-ai/sdk/package.json`, '{"name":"@anthropic-ai/sdk","version":"0.0.1-changed"}'), /OpenClaw \(\/opt\/service-deploy\/openclaw\) differs from the shipped lock in 1 package: @anthropic-ai\/sdk is 0\.0\.1-changed, the lock has \d/, /installs the tree from the shipped lock/, false],
   ['gateway-service', () => sb.systemctl('--user', 'stop', LAYOUT.gatewayUnit), /is not active/, /service-deploy gateway restart/, true],
   ['health', () => undefined, /does not answer/, /read its log/, false],
   ['gateway-bind', () => setConfig({ ...config(), gateway: { ...config().gateway, bind: 'lan' } }), /gateway\.bind is "lan"/, /loopback/, true],
@@ -228,7 +229,7 @@ describe('each check: broken fixture fails (or warns) with its fix; healthy pass
   });
 
   it('secrets: an audit the CLI cannot run is agent-runtime\'s finding; a CLI that starts and gives no report fails', async () => {
-    const entry = `${LAYOUT.nodePrefix}/lib/node_modules/openclaw/openclaw.mjs`;
+    const entry = `${LAYOUT.openclawProject}/node_modules/openclaw/openclaw.mjs`;
     sb.write(LAYOUT.openclawBin, '#!/bin/sh\necho "Error: Cannot find module openclaw.mjs" >&2\nexit 1\n', 0o755);
     const crashing = await check('secrets');
     expect([crashing.status, crashing.fixable]).toEqual(['fail', false]);

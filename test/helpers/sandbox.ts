@@ -158,7 +158,7 @@ export async function makeSandbox(options: { os?: string; arch?: 'x64' | 'arm64'
   const unhealthy = (): boolean => {
     try {
       const want = fs.readFileSync(path.join(state, 'unhealthy-version'), 'utf8').trim();
-      if (JSON.parse(fs.readFileSync(path.join(root, 'opt/service-deploy/node/lib/node_modules/openclaw/package.json'), 'utf8')).version === want) return true;
+      if (JSON.parse(fs.readFileSync(path.join(root, 'opt/service-deploy/openclaw-current/package.json'), 'utf8')).version === want) return true;
     } catch {
       // no such switch, or no package
     }

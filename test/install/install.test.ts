@@ -39,7 +39,9 @@ function gatewayStarts(sb: Sandbox): number {
 function worldReadableSecrets(sb: Sandbox): string[] {
   return [...snapshotFiles(sb.root).keys()].filter((rel) => {
     const full = path.join(sb.root, rel);
-    if ((fs.statSync(full).mode & 0o004) === 0) return false;
+    const info = fs.statSync(full);
+    // A link to a folder (openclaw-current) is no file to read; its folder's files are listed themselves.
+    if (!info.isFile() || (info.mode & 0o004) === 0) return false;
     const text = fs.readFileSync(full, 'latin1');
     return Object.values(SECRETS).some((s) => text.includes(s));
   });

@@ -20,7 +20,8 @@ import { FIRST_INSTALL, NODE_VERSION, OPENCLAW_VERSION, makeSandbox, type Sandbo
 const OLD_NODE = '24.21.0';
 const OLD_OPENCLAW = '2026.9.1';
 const NODE_BIN = 'opt/service-deploy/node/bin/node';
-const PKG = 'opt/service-deploy/node/lib/node_modules/openclaw/package.json';
+/** The OpenClaw that runs (its project lies apart from the Node prefix: issue 29). */
+const PKG = 'opt/service-deploy/openclaw-current/package.json';
 /** A file only the old prefix has (what an earlier service-deploy unpacked). */
 const MARK = 'opt/service-deploy/node/OLD-PREFIX';
 const PREVIOUS = 'opt/service-deploy/node-previous';
@@ -84,15 +85,16 @@ describe('Node upgrades that roll back by themselves', { timeout: budget(300_000
     expect(recap).toMatchObject({ ok: true, upgrade: { from: OPENCLAW_VERSION, to: OPENCLAW_VERSION, node: { from: OLD_NODE, to: NODE_VERSION } } });
     expect(recap.upgrade.backup).toMatch(/^\/var\/backups\/service-deploy\/openclaw-pre-upgrade-\d{8}-\d{6}\.tar\.gz$/);
     expect(nodeVersion(sb)).toBe(NODE_VERSION);
-    // The old prefix is kept whole (its own OpenClaw too); the new one got the global packages copied, not reinstalled.
+    // The old prefix is kept whole; OpenClaw's project lies apart from it and was neither copied nor reinstalled.
     expect(exists(sb, MARK)).toBe(false);
     expect(exists(sb, `${PREVIOUS}/OLD-PREFIX`)).toBe(true);
     expect(nodeVersion(sb, `${PREVIOUS}/bin/node`)).toBe(OLD_NODE);
     expect(openclawVersion(sb)).toBe(OPENCLAW_VERSION);
-    expect(sb.read(`${PREVIOUS}/lib/node_modules/openclaw/package.json`)).toBe(sb.read(PKG));
+    expect(exists(sb, `${PREVIOUS}/lib/node_modules/openclaw`)).toBe(false);
+    expect(exists(sb, 'opt/service-deploy/node/lib/node_modules/openclaw')).toBe(false);
     expect(exists(sb, NEXT)).toBe(false);
     const calls = sb.calls();
-    expect(calls.filter((c) => c.command === 'npm'), 'OpenClaw was carried over, not installed again').toEqual([]);
+    expect(calls.filter((c) => c.command === 'npm'), 'OpenClaw was not installed again').toEqual([]);
     const stop = calls.findIndex((c) => c.command === 'systemctl' && c.args.includes('stop') && c.args.includes(GATEWAY));
     const start = calls.findIndex((c) => c.command === 'systemctl' && (c.args.includes('restart') || c.args.includes('start')) && c.args.includes(GATEWAY));
     expect(stop).toBeGreaterThanOrEqual(0);
@@ -128,7 +130,7 @@ describe('Node upgrades that roll back by themselves', { timeout: budget(300_000
     expect(doctor.checks[0].status, JSON.stringify(doctor.checks[0])).toBe('pass');
   });
 
-  it('Node and OpenClaw together: both upgraded, one rollback point (the old prefix holds the old OpenClaw)', async () => {
+  it('Node and OpenClaw together: both upgraded, both kept (the old prefix and the old project), one rollback', async () => {
     const sb = await deployedOnOldNode({ openclaw: OLD_OPENCLAW });
     const result = await sb.install(['--non-interactive']);
     expect(result.exitCode, String(result.stderr)).toBe(0);

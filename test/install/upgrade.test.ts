@@ -16,8 +16,9 @@ import { tempDir } from '../helpers/tmp.js';
  */
 
 const OLD = '2026.9.1';
-const PKG = 'opt/service-deploy/node/lib/node_modules/openclaw/package.json';
-const PREVIOUS = 'opt/service-deploy/openclaw-previous/package.json';
+/** The package that runs (through the link the unit runs it by). */
+const PKG = 'opt/service-deploy/openclaw-current/package.json';
+const PREVIOUS = 'opt/service-deploy/openclaw-previous/node_modules/openclaw/package.json';
 const MIGRATED = 'root/.openclaw/migrated-by-doctor';
 const GATEWAY = 'openclaw-gateway.service';
 

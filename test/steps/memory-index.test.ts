@@ -3,6 +3,7 @@ import path from 'node:path';
 import * as tar from 'tar';
 import { afterAll, describe, expect, it } from 'vitest';
 import { LAYOUT } from '../../src/layout.js';
+import { shippedLock } from '../../src/runtime/locks.js';
 import { readQmdCollection, refreshServiceUnit, refreshTimerUnit } from '../../src/steps/memory-index.js';
 import { runBinary } from '../helpers/binary.js';
 import { FIRST_INSTALL, SECRETS, makeSandbox, type Sandbox } from '../helpers/sandbox.js';
@@ -31,14 +32,21 @@ const qmdCalls = (sb: Sandbox) => sb.calls('qmd').map((c) => c.args.join(' '));
 const stepStatus = (out: string, id: string) => JSON.parse(out).steps.find((s: { id: string }) => s.id === id).status;
 
 describe('QMD memory', () => {
-  it('installs only the CPU build, in its own prefix, wired as the MCP server qmd', async () => {
+  it('installs the shipped lock of its architecture (npm ci: the CPU build only), staged beside its own prefix, wired as the MCP server qmd', async () => {
     const sb = await installed();
-    const npm = sb.calls('npm').find((c) => c.args.some((a) => a.startsWith('@tobilu/qmd@')))!;
-    expect(npm.args).toEqual(expect.arrayContaining(['--prefix', path.join(sb.root, LAYOUT.qmdPrefix), '--omit=optional', '@tobilu/qmd@2.8.3']));
+    const npm = sb.calls('npm').find((c) => c.args.includes(path.join(sb.root, LAYOUT.qmdNext)))!;
+    expect(npm.args).toEqual(['ci', '--prefix', path.join(sb.root, LAYOUT.qmdNext), '--no-audit', '--no-fund', '--omit=optional']);
     expect(npm.args).not.toContain('--global');
-    const cpu = npm.args.filter((a) => /^@node-llama-cpp\/|^sqlite-vec-/.test(a));
-    expect(cpu).toEqual(process.arch === 'arm64' ? ['@node-llama-cpp/linux-arm64@3.20.0', 'sqlite-vec-linux-arm64@0.1.9'] : ['@node-llama-cpp/linux-x64@3.20.0', 'sqlite-vec-linux-x64@0.1.9']);
-    expect(JSON.parse(sb.read(`${LAYOUT.qmdPrefix.slice(1)}/package.json`)!).allowScripts).toEqual({ 'better-sqlite3': true, 'node-llama-cpp': true });
+    // The project as shipped: the pin and the CPU build of this architecture, the lock beside it.
+    const shipped = shippedLock('qmd', process.arch === 'arm64' ? 'arm64' : 'x64')!;
+    expect(sb.read(`${LAYOUT.qmdPrefix.slice(1)}/package.json`)).toBe(shipped.manifestText);
+    expect(sb.read(`${LAYOUT.qmdPrefix.slice(1)}/package-lock.json`)).toBe(shipped.lockText);
+    const manifest = JSON.parse(shipped.manifestText);
+    expect(Object.keys(manifest.dependencies).filter((d) => /^@node-llama-cpp\/|^sqlite-vec-/.test(d))).toEqual(process.arch === 'arm64' ? ['@node-llama-cpp/linux-arm64', 'sqlite-vec-linux-arm64'] : ['@node-llama-cpp/linux-x64', 'sqlite-vec-linux-x64']);
+    expect(manifest.allowScripts).toEqual({ 'better-sqlite3': true, 'node-llama-cpp': true });
+    // Staged, then renamed in: nothing left beside it; what else the prefix holds (the refresh script) is there.
+    expect(sb.stat(LAYOUT.qmdNext.slice(1))).toBeUndefined();
+    expect(sb.stat(LAYOUT.qmdRefreshScript.slice(1))?.isFile()).toBe(true);
     const cfg = JSON.parse(sb.read(LAYOUT.runtimeConfig.slice(1))!);
     expect(cfg.mcp.servers.qmd).toEqual({ url: 'http://127.0.0.1:18788/mcp', transport: 'streamable-http' });
   });

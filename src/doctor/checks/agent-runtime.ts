@@ -3,14 +3,16 @@ import { LAYOUT } from '../../layout.js';
 import path from 'node:path';
 import { octal, planFile } from '../../pipeline/files.js';
 import { installedFilesProblem } from '../../pipeline/manifest.js';
-import { GLOBAL_MODULES, installedPackageVersion, openclawFiles } from '../../runtime/openclaw.js';
+import { openclawFiles } from '../../runtime/openclaw.js';
+import { layoutOf, livePackageDir, packageVersionAt } from '../../runtime/openclaw-place.js';
 import { openclawWrapper } from '../../steps/agent-runtime.js';
 import { fail, pass, type Check } from '../types.js';
 import { filesFix } from './files.js';
 
 /**
- * OpenClaw at the pinned version, and its CLI usable: the package's entry, the npm
- * link in the runtime's bin folder (executable), and /usr/local/bin/openclaw. A
+ * OpenClaw at the pinned version, run from its locked project (not the global install
+ * of an earlier release), and its CLI usable: the package's entry through the link the
+ * unit runs it by (executable), and /usr/local/bin/openclaw. A
  * running gateway keeps answering when the CLI is gone, so health cannot tell.
  */
 export const agentRuntimeCheck: Check = {
@@ -19,13 +21,17 @@ export const agentRuntimeCheck: Check = {
   async run(ctx) {
     const { host, components } = ctx;
     const { package: name, version: want } = components.openclaw;
-    const have = await installedPackageVersion(host, GLOBAL_MODULES, name);
+    const live = await livePackageDir(host, name);
+    const have = live ? await packageVersionAt(host, live) : undefined;
     if (have !== want) {
       return fail(
         have ? `OpenClaw ${have} is installed, this service-deploy pins ${want}` : 'OpenClaw is not installed',
         `run \`service-deploy install\`: it installs OpenClaw ${want} and restarts the gateway`,
         { commands: ['service-deploy install'] },
       );
+    }
+    if (live && layoutOf(live) === 'global') {
+      return fail(`OpenClaw ${have} runs from the global install of an earlier release (${live}), not from this release's lock`, 'run `service-deploy install`: it installs the locked tree into its own folder and moves the gateway to it; the agent\'s state stays', { commands: ['service-deploy install'] });
     }
     const cli = await installedFilesProblem(host, openclawFiles(name).required, []);
     if (cli) return fail(`the OpenClaw CLI is broken: ${cli}`, 'run the install again: it reinstalls OpenClaw when a file it runs from is missing or changed', { commands: ['service-deploy install'] });

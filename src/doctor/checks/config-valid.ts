@@ -1,6 +1,7 @@
 import { LAYOUT } from '../../layout.js';
 import { fail, pass, skip, type Check } from '../types.js';
 import { runtimeConfigFix } from './runtime-config.js';
+import { livePackageDir } from '../../runtime/openclaw-place.js';
 
 export const configValidCheck: Check = {
   id: 'config-valid',
@@ -14,7 +15,7 @@ export const configValidCheck: Check = {
         ...(answers ? { action: runtimeConfigFix } : {}),
       });
     }
-    if (!(await host.files.exists(LAYOUT.openclawBin))) return skip('OpenClaw is not installed (see agent-runtime)');
+    if (!(await livePackageDir(host))) return skip('OpenClaw is not installed (see agent-runtime)');
     const result = await ctx.configValidation();
     if (result.exitCode === 0) return pass('openclaw config validate: valid');
     let issues = (result.stderr.trim() || result.stdout.trim()).split('\n').slice(-5).join(' ');

@@ -1,13 +1,14 @@
 import { LAYOUT } from '../../layout.js';
 import type { PendingDevice } from '../probes.js';
 import { pass, skip, warn, type Check } from '../types.js';
+import { livePackageDir } from '../../runtime/openclaw-place.js';
 
 export const devicesCheck: Check = {
   id: 'devices',
   title: 'Pending device approvals',
   async run(ctx) {
     const { host } = ctx;
-    if (!(await host.files.exists(LAYOUT.openclawBin))) return skip('OpenClaw is not installed (see agent-runtime)');
+    if (!(await livePackageDir(host))) return skip('OpenClaw is not installed (see agent-runtime)');
     if (!(await ctx.gatewayActive())) return skip('the gateway is not running (see gateway-service)');
     let pending: PendingDevice[];
     try {

@@ -5,6 +5,7 @@ import { planRuntimeSecrets } from '../../steps/runtime-secrets.js';
 import { fail, pass, skip, warn, type Check } from '../types.js';
 import { listDrift, routingDrift } from '../config-findings.js';
 import { guardFix } from './guard-cron.js';
+import { livePackageDir } from '../../runtime/openclaw-place.js';
 
 const GUARD_FIX = { commands: ['service-deploy doctor --fix', 'bash /usr/local/bin/service-guard.sh'], action: guardFix };
 
@@ -48,7 +49,7 @@ export const secretsCheck: Check = {
     // The runtime's audit judges a config it can read, with a CLI that starts; else its
     // failure is theirs to name (runtime-config, config-valid; agent-runtime, node-runtime).
     if (!Array.isArray(drift)) return pass(`${checked}; audit not run: ${(await ctx.runtimeConfig()).problem ?? `${LAYOUT.runtimeConfig} is unreadable`} (see runtime-config)`);
-    if (!(await host.files.exists(LAYOUT.openclawBin))) return pass(`${checked} (OpenClaw not installed: audit skipped)`);
+    if (!(await livePackageDir(host))) return pass(`${checked} (OpenClaw not installed: audit skipped)`);
     const audit = await ctx.secretsAudit();
     let report: { status?: string; summary?: Record<string, number>; findings?: Array<{ code?: string; jsonPath?: string; path?: string }> } | undefined;
     try {

@@ -1,0 +1,106 @@
+import type { Host } from '../host/index.js';
+import { readInstalledTree } from './installed-tree.js';
+import { lockArch, installOptions, shippedLock, type LockedComponent, type ShippedLock } from './locks.js';
+import { compareTree, describeFinding, type TreeFinding } from './npm-lock.js';
+import { npm } from './openclaw.js';
+
+/**
+ * A runtime tree installed from the lock this binary ships (issue 29): a project folder
+ * holding the shipped package.json and package-lock.json, and node_modules as `npm ci`
+ * makes it from them: exact versions, every tarball checked against the lock's
+ * integrity, nothing resolved, install scripts only for the packages the project's
+ * allowScripts names. docs/components.md, "Locks".
+ *
+ * A source set for a mirror or a test (SERVICE_OPENCLAW_SOURCE, SERVICE_QMD_SOURCE: a
+ * tarball or another spec) replaces the top package only: the project names it and npm
+ * installs with the lock as its base, so the rest of the tree is still the lock's.
+ */
+
+export interface LockedProject {
+  shipped: ShippedLock;
+  /** The project package.json written (the shipped one, or with the source set in place of the pin). */
+  manifestText: string;
+  /** `ci` with the shipped manifest; `install` over the lock when a source replaces the pin. */
+  command: 'ci' | 'install';
+}
+
+/** The shipped lock of `component` for this machine; throws when this binary ships none (the caller installs another way). */
+export function shippedFor(component: LockedComponent): ShippedLock {
+  const shipped = shippedLock(component, lockArch());
+  if (!shipped) throw new Error(`this service-deploy ships no lock for ${component}`);
+  return shipped;
+}
+
+/** The project as it is written for `spec` (the pinned `name@version`, or a source set for a mirror or a test). */
+export function lockedProject(component: LockedComponent, packageName: string, spec: string): LockedProject {
+  const shipped = shippedFor(component);
+  const manifest = JSON.parse(shipped.manifestText) as { dependencies: Record<string, string> };
+  const pinned = `${packageName}@${manifest.dependencies[packageName]}`;
+  if (spec === pinned) return { shipped, manifestText: shipped.manifestText, command: 'ci' };
+  manifest.dependencies[packageName] = spec.startsWith('/') ? `file:${spec}` : spec.slice(spec.lastIndexOf('@') + 1) || spec;
+  return { shipped, manifestText: `${JSON.stringify(manifest, null, 2)}\n`, command: 'install' };
+}
+
+/**
+ * Installs `project` into `folder` (made afresh: whatever was there is removed), with
+ * the pinned Node's npm. The folder is a staging place: the caller switches it in.
+ */
+export async function installLockedProject(
+  host: Host,
+  folder: string,
+  project: LockedProject,
+  options: { env?: Record<string, string>; progress?: (text: string) => void } = {},
+): Promise<void> {
+  await host.files.remove(folder);
+  await host.files.ensureDir(folder, 0o755);
+  await host.files.write(`${folder}/package.json`, project.manifestText, { mode: 0o644 });
+  await host.files.write(`${folder}/package-lock.json`, project.shipped.lockText, { mode: 0o644 });
+  const omit = project.shipped.omit.map((o) => `--omit=${o}`);
+  await npm(host, [project.command, '--prefix', host.paths.real(folder), '--no-audit', '--no-fund', ...omit], {
+    ...(options.env && { env: options.env }),
+    ...(options.progress && { progress: options.progress }),
+  });
+}
+
+/** Whether `folder` holds the project as it would be written now (the lock is the shipped one; a source set skips that, npm rewrote it). */
+export async function projectIsCurrent(host: Host, folder: string, project: LockedProject): Promise<boolean> {
+  const [manifest, lock] = await Promise.all([host.files.read(`${folder}/package.json`), host.files.read(`${folder}/package-lock.json`)]);
+  return manifest === project.manifestText && (project.command === 'install' || lock === project.shipped.lockText);
+}
+
+/** How the tree under `folder` differs from the shipped lock of `component` (none: it is the lock's). */
+export async function treeFindings(host: Host, folder: string, component: LockedComponent): Promise<TreeFinding[]> {
+  const shipped = shippedFor(component);
+  return compareTree(await readInstalledTree(host, folder), shipped.lock, installOptions(shipped));
+}
+
+/**
+ * A project whose files are as installed can still hold a package changed since (by
+ * hand, or by another npm): such a tree is installed again from the lock. `state` is
+ * what the program files said; the tree is read only when they were fine.
+ */
+export async function lockedTreeState<S extends { install: boolean; damaged?: string }>(host: Host, folder: string, component: LockedComponent, state: S): Promise<S | { install: true; damaged: string }> {
+  if (state.install) return state;
+  const findings = await treeFindings(host, folder, component);
+  if (findings.length === 0) return state;
+  const named = findings.slice(0, 3).map(describeFinding).join('; ');
+  return { install: true, damaged: `${findings.length} package${findings.length === 1 ? '' : 's'} differ from the lock (${named}${findings.length > 3 ? '; ...' : ''})` };
+}
+
+/**
+ * Puts the staged project `next` in place of `live` by rename: the live one (if any)
+ * moved aside, the staged one renamed in, the aside removed; the live one back if the
+ * rename fails.
+ */
+export async function switchProjectIn(host: Host, next: string, live: string): Promise<void> {
+  const aside = host.files.tempPathFor(live);
+  const had = Boolean(await host.files.stat(live));
+  if (had) await host.files.rename(live, aside);
+  try {
+    await host.files.rename(next, live);
+  } catch (error) {
+    if (had) await host.files.rename(aside, live);
+    throw error;
+  }
+  if (had) await host.files.remove(aside);
+}
