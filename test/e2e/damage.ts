@@ -49,7 +49,7 @@ export const E2E_DAMAGES: E2eDamage[] = [
   { what: 'QMD downgraded', names: /QMD 2\.0\.0/, damage: `sed -i 's/"version": "2.8.3"/"version": "2.0.0"/' ${QMD_PACKAGE} && grep -q 2.0.0 ${QMD_PACKAGE}`, fixable: false, save: [QMD_PACKAGE] },
   { what: 'the manifest deleted', names: /manifest\.json/, damage: 'rm /var/lib/service-deploy/manifest.json', fixable: false, save: ['/var/lib/service-deploy/manifest.json'] },
   { what: 'TLS key replaced by another key', names: /channel\.key/, damage: `openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out ${TLS_KEY} 2>/dev/null`, fixable: false, save: [TLS_KEY] },
-  { what: 'the OpenClaw CLI link deleted (the gateway still answers)', names: /bin\/openclaw/, damage: 'rm /opt/service-deploy/node/bin/openclaw', fixable: false, save: ['/opt/service-deploy/node/bin/openclaw'] },
+  { what: 'the link to the OpenClaw that runs deleted (the gateway still answers)', names: /openclaw-current/, damage: 'rm /opt/service-deploy/openclaw-current', fixable: false, save: ['/opt/service-deploy/openclaw-current'] },
 ];
 
 // Expected on this stand-in server: `os` warns (Debian), `channel-limits` warns (a

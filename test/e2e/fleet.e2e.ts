@@ -11,7 +11,7 @@ import type { Suite } from './container.js';
 import { EXAMPLE, Fleet, parseDoctorTable, playFailure, type DoctorRow, type PlayRun } from './fleet.js';
 import { log, seconds } from './harness.js';
 import { filesWithSecrets } from './secrets.js';
-import { EARLIER_OPENCLAW, PINNED_OPENCLAW, healthzOn, installedOpenclaw, packBrokenBuildOn, putEarlierRelease } from './lifecycle.js';
+import { EARLIER_LAYOUT, EARLIER_OPENCLAW, GLOBAL_PACKAGE, PINNED_OPENCLAW, healthzOn, installedOpenclaw, packBrokenBuildOn, putEarlierRelease } from './lifecycle.js';
 import { REPO } from '../helpers/binary.js';
 
 const SUITE = (process.env.E2E_FLEET_SUITE ?? 'bookworm') as Suite;
@@ -21,7 +21,8 @@ const NEW_MODEL = 'e2e-model-2';
 const RELEASE: string = JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8')).version;
 const GATEWAY_CTL = 'XDG_RUNTIME_DIR=/run/user/0 systemctl --user';
 const GATEWAY_PID = `${GATEWAY_CTL} show -p MainPID --value openclaw-gateway.service`;
-const OPENCLAW_PACKAGE = '/opt/service-deploy/node/lib/node_modules/openclaw';
+/** Where the earlier releases (and so the previous release here) installed OpenClaw: globally, in the Node prefix. */
+const OPENCLAW_PACKAGE = GLOBAL_PACKAGE;
 const fleet = new Fleet(SUITE, HOSTS.length);
 const report: Record<string, unknown> = { startedAt: new Date().toISOString(), suite: SUITE, versionTables: {} };
 const timings: Record<string, number> = {};
@@ -175,6 +176,7 @@ describe.sequential(`a fleet of ${HOSTS.length} servers driven by Ansible (${SUI
         await c.ok(`${GATEWAY_CTL} stop openclaw-gateway.service`);
         await execa('rm', ['-rf', c.hostPath(OPENCLAW_PACKAGE)]);
         await execa('cp', ['-a', first.hostPath(OPENCLAW_PACKAGE), c.hostPath(OPENCLAW_PACKAGE)]);
+        await c.ok(`set -e; ${EARLIER_LAYOUT}`);
         // The earlier release refuses the pinned release's newer database schemas: fresh state.
         await c.ok(`rm -rf /root/.openclaw/state /root/.openclaw/agents; ${GATEWAY_CTL} start openclaw-gateway.service`);
         expect(await installedOpenclaw(c), h.name).toBe(EARLIER_OPENCLAW);

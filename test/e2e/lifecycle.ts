@@ -27,7 +27,10 @@ const PINNED: string = components.openclaw.version;
 export const EARLIER_OPENCLAW = '2026.9.5';
 
 export const PINNED_OPENCLAW = PINNED;
-const PKG = '/opt/service-deploy/node/lib/node_modules/openclaw';
+/** The OpenClaw package that runs, through the link the unit runs it by (issue 29). */
+const PKG = '/opt/service-deploy/openclaw-current';
+/** Where the releases before the locks installed OpenClaw: globally, into the Node prefix. */
+export const GLOBAL_PACKAGE = '/opt/service-deploy/node/lib/node_modules/openclaw';
 const NODE_BIN = '/opt/service-deploy/node/bin';
 const USER_ENV = 'XDG_RUNTIME_DIR=/run/user/0';
 /** npm of the deployed Node, with the e2e's sources (CA files) and the container's proxy settings (/root/.npmrc). */
@@ -316,11 +319,21 @@ export async function earlierReleaseInstalled(world: World, chat: Chat): Promise
 export async function putEarlierRelease(c: Container): Promise<void> {
   await c.ok(`set -e; ${NPM_ENV}; ${USER_ENV} systemctl --user stop ${GATEWAY_UNIT}
 npm install --global --prefix /opt/service-deploy/node --no-audit --no-fund --allow-scripts=openclaw openclaw@${EARLIER_OPENCLAW} >/dev/null
+${EARLIER_LAYOUT}
 rm -rf /root/.openclaw/state /root/.openclaw/agents
 ${USER_ENV} systemctl --user start ${GATEWAY_UNIT}`, { timeoutMs: 10 * 60_000 });
   expect(await installedOpenclaw(c)).toBe(EARLIER_OPENCLAW);
   await healthzOn(c);
 }
+
+/**
+ * With a global package in place, the rest of what the releases before the locks left: no
+ * project and no link; the unit and the wrapper run the global entry (the gateway stopped).
+ */
+export const EARLIER_LAYOUT = `rm -rf /opt/service-deploy/openclaw /opt/service-deploy/openclaw-current
+sed -i 's#/opt/service-deploy/openclaw-current/openclaw.mjs#${GLOBAL_PACKAGE}/openclaw.mjs#' /root/.config/systemd/user/${GATEWAY_UNIT} /usr/local/bin/openclaw
+ln -sfn ../lib/node_modules/openclaw/openclaw.mjs /opt/service-deploy/node/bin/openclaw
+${USER_ENV} systemctl --user daemon-reload`;
 
 /**
  * The install (the pinned release) upgrades the earlier one: backup, beside, switch,

@@ -22,7 +22,7 @@ const OPENCLAW = '/usr/local/bin/openclaw';
 const QMD_UNIT = 'qmd-mcp.service';
 const QMD_URL = 'http://127.0.0.1:18788/mcp';
 /** The MCP client OpenClaw itself uses (its bundled SDK), as installed on the server. */
-const SDK = '/opt/service-deploy/node/lib/node_modules/openclaw/node_modules/@modelcontextprotocol/sdk/dist/esm';
+const SDK = '/opt/service-deploy/openclaw/node_modules/@modelcontextprotocol/sdk/dist/esm';
 
 /**
  * The gateway's own MCP client (OpenClaw's bundled SDK, streamable HTTP) against the
@@ -43,7 +43,7 @@ console.log(JSON.stringify({ server: client.getServerVersion(), tools, status: s
 process.exit(0);
 `;
 
-async function mcpQuery(world: World, word: string): Promise<{ server: { name: string; version: string }; tools: string[]; status: any; result: any }> {
+export async function mcpQuery(world: World, word: string): Promise<{ server: { name: string; version: string }; tools: string[]; status: any; result: any }> {
   const c = world.container;
   await c.ok(`mkdir -p /root/e2e && cat >/root/e2e/mcp-query.mjs`, { input: MCP_CLIENT });
   const out = await c.ok(`${NODE} /root/e2e/mcp-query.mjs ${word}`, { timeoutMs: 180_000 });

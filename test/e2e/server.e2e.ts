@@ -29,6 +29,7 @@ import { systemSnapshot, uninstallLeavesNothing, type SystemSnapshot } from './u
 import { signatureRefusedOnThisOpenssl } from './signature.js';
 import { storesOnServer } from './stores.js';
 import { shortSoak } from './soak-short.js';
+import { lockedTreesOnServer } from './locked-trees.js';
 
 const components = JSON.parse(fs.readFileSync(path.join(REPO, 'templates/components.json'), 'utf8'));
 /** The Node the x64/arm64 binary is built on (package-lock.json). */
@@ -209,7 +210,7 @@ test -f /root/.config/systemd/user/${GATEWAY_UNIT}.d/service-env.conf && echo "o
     expect(await c.ok('/usr/local/bin/service-deploy --version --verbose')).toMatch(new RegExp(`^service-deploy \\S+\\nNode\\.js ${EMBEDDED_NODE.replaceAll('.', '\\.')} linux-${process.arch} \\(`));
     // libatomic1 (Node >= 25 links it; the root had none, as minimal images): added by the install, recorded for uninstall.
     expect(await c.ok(`dpkg-query -W -f='\${Status}' libatomic1`)).toBe('install ok installed');
-    expect(JSON.parse(await c.ok('cat /opt/service-deploy/node/lib/node_modules/openclaw/package.json')).version).toBe(components.openclaw.version);
+    expect(JSON.parse(await c.ok('cat /opt/service-deploy/openclaw-current/package.json')).version).toBe(components.openclaw.version);
     expect(world.mcp.initializes.some((i) => i.authorized)).toBe(true);
     const cfg = world.runtimeConfig();
     expect(Object.keys(cfg.models.providers)).toEqual([PROVIDER]);
@@ -428,6 +429,10 @@ true`);
     const t = Date.now();
     report.craftedArchives = { ...(await craftedArchivesOnRealRoot(world, backupArchive)), wallMs: Date.now() - t };
     log(`crafted archives: ${JSON.stringify(report.craftedArchives)}`);
+  });
+
+  defaultSuiteStep('8c. the locked trees (issue 29): doctor finds the installed OpenClaw and QMD trees are the shipped locks (0 differences) and names a changed package; a server of the earlier layout (OpenClaw global in the Node prefix) converges on a re-run with its sessions, pairing and memory intact', 20 * 60_000, async () => {
+    report.lockedTrees = await lockedTreesOnServer(world, chat);
   });
 
   // Issue 19's real-server part (on trixie: bookworm carries the soak's short form, the

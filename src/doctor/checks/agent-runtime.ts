@@ -4,7 +4,7 @@ import path from 'node:path';
 import { octal, planFile } from '../../pipeline/files.js';
 import { installedFilesProblem } from '../../pipeline/manifest.js';
 import { openclawFiles } from '../../runtime/openclaw.js';
-import { layoutOf, livePackageDir, packageVersionAt } from '../../runtime/openclaw-place.js';
+import { currentLinkTarget, layoutOf, livePackageDir, packageVersionAt } from '../../runtime/openclaw-place.js';
 import { openclawWrapper } from '../../steps/agent-runtime.js';
 import { fail, pass, type Check } from '../types.js';
 import { filesFix } from './files.js';
@@ -32,6 +32,14 @@ export const agentRuntimeCheck: Check = {
     }
     if (live && layoutOf(live) === 'global') {
       return fail(`OpenClaw ${have} runs from the global install of an earlier release (${live}), not from this release's lock`, 'run `service-deploy install`: it installs the locked tree into its own folder and moves the gateway to it; the agent\'s state stays', { commands: ['service-deploy install'] });
+    }
+    const linked = await host.files.readLink(LAYOUT.openclawCurrent);
+    if (live && linked !== currentLinkTarget(live)) {
+      return fail(
+        `${LAYOUT.openclawCurrent} ${linked === undefined ? 'is missing' : `points at ${linked}`}: the gateway's unit and the openclaw command run OpenClaw through it (${live})`,
+        'run `service-deploy install`: it points the link at the installed project again (a running gateway keeps answering until its next restart)',
+        { commands: ['service-deploy install'] },
+      );
     }
     const cli = await installedFilesProblem(host, openclawFiles(name).required, []);
     if (cli) return fail(`the OpenClaw CLI is broken: ${cli}`, 'run the install again: it reinstalls OpenClaw when a file it runs from is missing or changed', { commands: ['service-deploy install'] });
