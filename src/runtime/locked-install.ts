@@ -1,7 +1,7 @@
 import type { Host } from '../host/index.js';
 import { readInstalledTree } from './installed-tree.js';
 import { lockArch, installOptions, shippedLock, type LockedComponent, type ShippedLock } from './locks.js';
-import { compareTree, describeFinding, type TreeFinding } from './npm-lock.js';
+import { compareTree, describeFinding, expectedPackages, packageNameAt, type TreeFinding } from './npm-lock.js';
 import { npm } from './openclaw.js';
 
 /**
@@ -56,10 +56,30 @@ export async function installLockedProject(
   await host.files.write(`${folder}/package.json`, project.manifestText, { mode: 0o644 });
   await host.files.write(`${folder}/package-lock.json`, project.shipped.lockText, { mode: 0o644 });
   const omit = project.shipped.omit.map((o) => `--omit=${o}`);
-  await npm(host, [project.command, '--prefix', host.paths.real(folder), '--no-audit', '--no-fund', ...omit], {
-    ...(options.env && { env: options.env }),
+  const env = options.env && { env: options.env };
+  await npm(host, [project.command, '--prefix', host.paths.real(folder), '--no-audit', '--no-fund', ...omit, '--ignore-scripts'], {
+    ...env,
     ...(options.progress && { progress: options.progress }),
   });
+  const scripts = installScripts(project.shipped);
+  if (scripts.length > 0) {
+    options.progress?.(`npm rebuild ${scripts.join(' ')} (their install scripts)`);
+    await npm(host, ['rebuild', '--prefix', host.paths.real(folder), ...scripts], { ...env });
+  }
+}
+
+/**
+ * The packages whose install scripts run: those the lock records with one
+ * (`hasInstallScript`) among the ones npm installs here, by name. `npm ci` itself runs
+ * with --ignore-scripts because, installing from a lock, npm 11 also runs `node-gyp
+ * rebuild` in every package with a binding.gyp, even one that says `gypfile: false` and
+ * ships its prebuilt binaries (QMD's better-sqlite3 13.2.0: a compiler and Python the
+ * servers do not have); `npm install` resolving from the registry does not. This runs
+ * the same scripts `npm install` ran.
+ */
+export function installScripts(shipped: ShippedLock): string[] {
+  const names = [...expectedPackages(shipped.lock, installOptions(shipped))].filter(([, entry]) => entry.hasInstallScript).map(([where, entry]) => packageNameAt(where, entry));
+  return [...new Set(names)].sort();
 }
 
 /** Whether `folder` holds the project as it would be written now (the lock is the shipped one; a source set skips that, npm rewrote it). */

@@ -13,8 +13,8 @@ import { makeDamageSandbox, type CheckJson, type DamageSandbox } from './damage-
 const components = JSON.parse(fs.readFileSync(path.join(process.cwd(), 'templates/components.json'), 'utf8'));
 const QMD_PACKAGE = `${LAYOUT.qmdPrefix}/node_modules/${components.qmd.package}/package.json`;
 const LOSSLESS_DIR = `/opt/service-deploy/plugins/node_modules/${components.losslessClaw.package}`;
-const OPENCLAW_PACKAGE = `${LAYOUT.nodePrefix}/lib/node_modules/openclaw/package.json`;
-const OPENCLAW_ENTRY = `${LAYOUT.nodePrefix}/lib/node_modules/openclaw/openclaw.mjs`;
+const OPENCLAW_PACKAGE = `${LAYOUT.openclawProject}/node_modules/openclaw/package.json`;
+const OPENCLAW_ENTRY = `${LAYOUT.openclawProject}/node_modules/openclaw/openclaw.mjs`;
 const NODE = `${LAYOUT.nodePrefix}/bin/node`;
 const PLUGIN_INDEX = `${LAYOUT.channelPluginDir}/index.js`;
 const MESH_SOURCES = '/etc/apt/sources.list.d/tailscale.list';

@@ -120,7 +120,7 @@ describe('--reset-clean and restore', { timeout: 240_000 }, () => {
     expect(sb.read('root/.openclaw/workspace/MEMORY.md')).toContain('prefers mornings');
     expect(fs.existsSync(path.join(sb.state, 'ts-up'))).toBe(true);
     expect(fs.existsSync(path.join(sb.state, 'user-openclaw-gateway.service.active'))).toBe(true);
-    expect(fs.existsSync(path.join(sb.root, 'opt/service-deploy/node/lib/node_modules/openclaw/package.json'))).toBe(true);
+    expect(fs.existsSync(path.join(sb.root, 'opt/service-deploy/openclaw-current/package.json'))).toBe(true);
   });
 
   it('restore refuses hard links that point out of the backup paths', async () => {

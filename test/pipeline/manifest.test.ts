@@ -90,8 +90,9 @@ describe('install manifest', () => {
     expect(byPath.get(LAYOUT.runtimeConfig)!.sha256).toBeUndefined();
     for (const secret of [LAYOUT.answersFile, LAYOUT.channelEnv, LAYOUT.tlsKey, LAYOUT.nginxSite]) expect(byPath.get(secret)?.secret, secret).toBe(true);
     expect(byPath.get(LAYOUT.binary)).toMatchObject({ mode: '0755', sha256: sha256(BINARY) });
-    // npm links programs into bin/: recorded as links with their targets.
-    expect(byPath.get(LAYOUT.openclawBin)).toMatchObject({ type: 'symlink', target: '../lib/node_modules/openclaw/openclaw.mjs' });
+    // OpenClaw's project: the lock and the package's files; npm links programs into .bin/: recorded as links with their targets.
+    expect(byPath.get(`${LAYOUT.openclawProject}/package-lock.json`)).toMatchObject({ type: 'file', check: 'sha256' });
+    expect(byPath.get(`${LAYOUT.openclawProject}/node_modules/openclaw/openclaw.mjs`)).toMatchObject({ type: 'file', mode: '0755' });
     expect(byPath.get(LAYOUT.qmdBin)).toMatchObject({ type: 'symlink' });
     expect(byPath.get(LAYOUT.stateDir)).toMatchObject({ type: 'directory', mode: '0700', check: 'metadata' });
     // The manifest holds hashes, never a secret value.
@@ -109,7 +110,7 @@ describe('install manifest', () => {
   }, 60_000);
 
   it('a program file changed since npm wrote it is reinstalled by the next run, and recorded again', async () => {
-    const entry = `${LAYOUT.nodePrefix}/lib/node_modules/openclaw/openclaw.mjs`;
+    const entry = `${LAYOUT.openclawProject}/node_modules/openclaw/openclaw.mjs`;
     fs.writeFileSync(path.join(sb.root, entry), 'console.log("tampered")\n');
     const run = await sb.install([...FIRST_INSTALL.args, '--channel', '--json'], FIRST_INSTALL.env);
     expect(run.exitCode, String(run.stderr)).toBe(0);
@@ -118,7 +119,8 @@ describe('install manifest', () => {
     expect(JSON.stringify(step.changes)).toContain(`reinstall OpenClaw`);
     expect(sb.read(entry)).toBe(fs.readFileSync(path.join(REPO, 'test/helpers/standins/openclaw'), 'utf8')); // npm (the stand-in) unpacked it again
     expect(manifest(sb).find((e) => e.path === entry)!.sha256).toBe(sha256(path.join(sb.root, entry)));
-    expect(fs.readdirSync(path.join(sb.root, `${LAYOUT.nodePrefix}/lib/node_modules`)).filter((n) => n.includes('damaged'))).toEqual([]);
+    // Installed afresh beside and renamed in: nothing left beside the project.
+    expect(fs.readdirSync(path.join(sb.root, 'opt/service-deploy')).filter((n) => n !== 'openclaw' && n.startsWith('openclaw') && n !== 'openclaw-current')).toEqual([]);
   }, 60_000);
 
   it('the guard records what it restores', async () => {

@@ -121,7 +121,7 @@ describe('every path service-deploy writes is declared by its writer', () => {
       await run('backup', () => runBackupCommand({ json: true }));
 
       // An upgrade: the installed OpenClaw is older than the pin.
-      const pkg = path.join(sb.root, LAYOUT.nodePrefix, 'lib/node_modules/openclaw/package.json');
+      const pkg = path.join(sb.root, LAYOUT.openclawProject, 'node_modules/openclaw/package.json');
       fs.writeFileSync(pkg, JSON.stringify({ ...JSON.parse(fs.readFileSync(pkg, 'utf8')), version: '2026.9.1' }));
       await run('upgrade', () => runInstall(request));
 

@@ -35,7 +35,7 @@ describe('QMD memory', () => {
   it('installs the shipped lock of its architecture (npm ci: the CPU build only), staged beside its own prefix, wired as the MCP server qmd', async () => {
     const sb = await installed();
     const npm = sb.calls('npm').find((c) => c.args.includes(path.join(sb.root, LAYOUT.qmdNext)))!;
-    expect(npm.args).toEqual(['ci', '--prefix', path.join(sb.root, LAYOUT.qmdNext), '--no-audit', '--no-fund', '--omit=optional']);
+    expect(npm.args).toEqual(['ci', '--prefix', path.join(sb.root, LAYOUT.qmdNext), '--no-audit', '--no-fund', '--omit=optional', '--ignore-scripts']);
     expect(npm.args).not.toContain('--global');
     // The project as shipped: the pin and the CPU build of this architecture, the lock beside it.
     const shipped = shippedLock('qmd', process.arch === 'arm64' ? 'arm64' : 'x64')!;
