@@ -44,21 +44,29 @@ describe('playFailure', () => {
 });
 
 describe('parseDoctorTable', () => {
-  it("reads doctor.yml's rows (release, OpenClaw, result, failed checks, fixes) from the debug task's output, not its header", () => {
+  it("reads doctor.yml's rows (release, the components' versions, result, failed checks, fixes) from the debug task's output, not its header", () => {
     const out = `TASK [Print one row per server] ***
 ok: [localhost] => {
     "msg": [
-        "host    | release | openclaw                | result       | failed checks            | fixes",
-        "fleet-1 | 0.1.0   | 2026.9.6                | healthy      | -                        | -",
-        "fleet-2 | 0.1.0   | 2026.9.5 (pin 2026.9.6) | FAILING      | agent-runtime, providers | doctor --fix: providers; by hand: agent-runtime",
-        "fleet-3 | 0.1.0   | -                       | NOT DEPLOYED | -                        | service-deploy install"
+        "host    | release | openclaw                | node                   | qmd   | lossless-claw | result       | failed checks            | fixes",
+        "fleet-1 | 0.1.0   | 2026.9.6                | 26.12.1                | 2.8.3 | 0.15.1        | healthy      | -                        | -",
+        "fleet-2 | 0.1.0   | 2026.9.5 (pin 2026.9.6) | 24.21.0 (pin 26.12.1)  | 2.8.3 | -             | FAILING      | agent-runtime, providers | doctor --fix: providers; by hand: agent-runtime",
+        "fleet-3 | 0.1.0   | -                       | -                      | -     | -             | NOT DEPLOYED | -                        | service-deploy install"
     ]
 }
 `;
     expect(parseDoctorTable(out)).toEqual([
-      { host: 'fleet-1', release: '0.1.0', openclaw: '2026.9.6', result: 'healthy', failed: '-', fixes: '-' },
-      { host: 'fleet-2', release: '0.1.0', openclaw: '2026.9.5 (pin 2026.9.6)', result: 'FAILING', failed: 'agent-runtime, providers', fixes: 'doctor --fix: providers; by hand: agent-runtime' },
-      { host: 'fleet-3', release: '0.1.0', openclaw: '-', result: 'NOT DEPLOYED', failed: '-', fixes: 'service-deploy install' },
+      { host: 'fleet-1', release: '0.1.0', openclaw: '2026.9.6', node: '26.12.1', qmd: '2.8.3', losslessClaw: '0.15.1', result: 'healthy', failed: '-', fixes: '-' },
+      { host: 'fleet-2', release: '0.1.0', openclaw: '2026.9.5 (pin 2026.9.6)', node: '24.21.0 (pin 26.12.1)', qmd: '2.8.3', losslessClaw: '-', result: 'FAILING', failed: 'agent-runtime, providers', fixes: 'doctor --fix: providers; by hand: agent-runtime' },
+      { host: 'fleet-3', release: '0.1.0', openclaw: '-', node: '-', qmd: '-', losslessClaw: '-', result: 'NOT DEPLOYED', failed: '-', fixes: 'service-deploy install' },
     ]);
+  });
+
+  it('skips the rows of a table of another shape (the six columns before the versions of Node, QMD and lossless-claw)', () => {
+    const out = `    "msg": [
+        "host    | release | openclaw | result  | failed checks | fixes",
+        "fleet-1 | 0.1.0   | 2026.9.6 | healthy | -             | -"
+    ]`;
+    expect(parseDoctorTable(out)).toEqual([]);
   });
 });

@@ -21,6 +21,7 @@ import { browserFor } from '../steps/browser.js';
 import { FIREWALLD_UNIT } from '../steps/channel-firewall.js';
 import { auditManifest, type FileIssue, type ManifestAudit } from './audit.js';
 import { OWN_FILES } from './own-files.js';
+import { runtimeNodeVersion } from '../ops/versions.js';
 
 export interface UnitState {
   active: boolean;
@@ -111,6 +112,14 @@ export class DoctorContext {
    */
   openclawCliProblem(): Promise<string | undefined> {
     return this.once('openclaw-cli', () => installedFilesProblem(this.host, [...openclawFiles(this.components.openclaw.package).required, ...nodeFiles().required], []));
+  }
+
+  /**
+   * The runtime's Node version (node-runtime and the report's versions): the install's
+   * stamp while the binary is that very file, else `node --version`, once per pass.
+   */
+  nodeVersion(): Promise<{ version?: string; run?: RunResult }> {
+    return this.once('node-version', () => runtimeNodeVersion(this.host));
   }
 
   runtimeConfig(): Promise<ConfigRead> {

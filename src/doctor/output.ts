@@ -22,6 +22,13 @@ const checkReport = () => z.object({
   durationMs: z.number().int(),
 });
 
+const componentVersion = (label: string) =>
+  z.object({
+    installed: z.string().nullable().describe(`The ${label} installed on this server; null when none is`),
+    pinned: z.string().describe(`The ${label} this service-deploy installs`),
+    behind: z.boolean().describe('installed is not pinned (or null): a failed or skipped update left the server behind, and the check that judges it fails (node-runtime, agent-runtime, plugins)'),
+  });
+
 export const doctorOutput = defineOutput({
   name: 'doctor',
   version: 1,
@@ -33,5 +40,16 @@ export const doctorOutput = defineOutput({
     fixes: z.array(z.object({ id: fixId(), title: z.string(), ok: z.boolean(), error: z.string().optional() })).optional(),
     before: z.array(checkReport()).optional(),
     deployed: z.boolean().describe('false: nothing is deployed on this server, so no check ran (error.code not-deployed)'),
+    versions: z
+      .object({
+        release: z.string().describe('This service-deploy\'s release'),
+        components: z.object({
+          node: componentVersion('Node.js of the runtime'),
+          openclaw: componentVersion('OpenClaw'),
+          qmd: componentVersion('QMD'),
+          'lossless-claw': componentVersion('lossless-claw'),
+        }),
+      })
+      .describe('What runs here: this binary\'s release and each runtime component against its pin; there also when nothing is deployed'),
   }),
 });

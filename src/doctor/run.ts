@@ -1,6 +1,7 @@
 import { UsageError } from '../errors.js';
 import type { Host } from '../host/index.js';
 import { LAYOUT } from '../layout.js';
+import { COMPONENT_NAMES, collectVersions, isBehind, versionsLine, type ComponentName, type Versions } from '../ops/versions.js';
 import { DoctorContext, readAnswers } from './context.js';
 import { CHECKS, FIXES } from './index.js';
 import type { Check, CheckReport, CheckStatus } from './types.js';
@@ -26,6 +27,29 @@ export interface DoctorReport {
   before?: CheckReport[];
   /** false: nothing of a deployment is on this server, and no check ran. */
   deployed: boolean;
+  /** This binary's release and each component's installed version against its pin (also when nothing is deployed). */
+  versions: DoctorVersions;
+}
+
+/** What runs here (ops/versions.ts), judged: `behind` when a component is not at the pin (or missing). */
+export interface DoctorVersions {
+  release: string;
+  components: Record<ComponentName, { installed: string | null; pinned: string; behind: boolean }>;
+}
+
+function judgedVersions(versions: Versions): DoctorVersions {
+  const components = Object.fromEntries(
+    COMPONENT_NAMES.map((name) => {
+      const c = versions.components[name];
+      return [name, { installed: c.installed ?? null, pinned: c.pinned, behind: isBehind(c) }];
+    }),
+  ) as DoctorVersions['components'];
+  return { release: versions.release, components };
+}
+
+/** The report's versions; with a context, Node's version is the one its node-runtime check reads (one read per pass). */
+async function readVersions(host: Host, ctx?: DoctorContext): Promise<DoctorVersions> {
+  return judgedVersions(await collectVersions(host, ctx ? { components: ctx.components, nodeVersion: async () => (await ctx.nodeVersion()).version } : {}));
 }
 
 /** What any install leaves, even a failed or damaged one: none of these means nothing was deployed here. */
@@ -99,7 +123,7 @@ export async function runDoctor(host: Host, options: { names: readonly string[];
   const checks = selectChecks(options.names);
   // All checks on an empty server would be a page of FAILs saying one thing; named checks
   // still run (`doctor os` before a first install).
-  if (options.names.length === 0 && (await nothingDeployed(host))) return { ...report([]), ok: false, deployed: false };
+  if (options.names.length === 0 && (await nothingDeployed(host))) return { ...report([], await readVersions(host)), ok: false, deployed: false };
   // --fix repairs: it starts like an install, by removing what an interrupted run left.
   // (The repair code is loaded only for --fix: each fix loads its own when it runs.)
   const repair = options.fix ? await import('../install/leftovers.js') : undefined;
@@ -109,10 +133,10 @@ export async function runDoctor(host: Host, options: { names: readonly string[];
   const ctx = new DoctorContext(host, stored.answers?.serviceOverrides, stored);
   const ids = new Set(checks.map((c) => c.id));
   await ctx.startProbes(ids);
-  const first = await runChecks(ctx, checks);
-  if (!repair) return report(first);
+  const [first, versions] = await Promise.all([runChecks(ctx, checks), readVersions(host, ctx)]);
+  if (!repair) return report(first, versions);
   const wanted = new Set(first.filter((r) => r.status === 'fail' || r.status === 'warn').flatMap((r) => (r.action ? [r.action] : [])));
-  if (wanted.size === 0) return { ...report(first), fixes: [] };
+  if (wanted.size === 0) return { ...report(first, versions), fixes: [] };
   const fixes: FixReport[] = [];
   for (const fix of FIXES) {
     // One named by no finding still runs when it says so (the gateway restart, after a fix changed what the gateway reads).
@@ -126,12 +150,13 @@ export async function runDoctor(host: Host, options: { names: readonly string[];
     ctx.refresh();
   }
   await ctx.startProbes(ids);
-  return { ...report(await runChecks(ctx, checks)), fixes, before: first };
+  const [after, versionsAfter] = await Promise.all([runChecks(ctx, checks), readVersions(host, ctx)]);
+  return { ...report(after, versionsAfter), fixes, before: first };
 }
 
-function report(checks: CheckReport[]): DoctorReport {
+function report(checks: CheckReport[], versions: DoctorVersions): DoctorReport {
   const summary = summarize(checks);
-  return { schemaVersion: DOCTOR_JSON_SCHEMA_VERSION, ok: summary.fail === 0 && summary.crashed === 0, summary, checks, deployed: true };
+  return { schemaVersion: DOCTOR_JSON_SCHEMA_VERSION, ok: summary.fail === 0 && summary.crashed === 0, summary, checks, deployed: true, versions };
 }
 
 export const NOT_DEPLOYED = {
@@ -172,6 +197,7 @@ export function formatReport(result: DoctorReport): string[] {
       for (const cmd of c.commands ?? []) lines.push(`${' '.repeat(width + 8)}  $ ${cmd}`);
     }
   }
+  lines.push(versionsLine(result.versions));
   const s = result.summary;
   const fixable = result.checks.filter((c) => c.fixable && (c.status === 'fail' || c.status === 'warn')).length;
   lines.push(

@@ -1,15 +1,11 @@
-import { loadComponents } from '../components.js';
 import { createHost, type Host } from '../host/index.js';
 import { LAYOUT } from '../layout.js';
 import { printError, printLine } from '../output.js';
 import { emitJson, statusOutput, type ErrorBody } from '../json/index.js';
 import { readStoredAnswers } from '../answers/index.js';
 import { HEALTH_VERDICT_TIMEOUT_MS, probeHealth } from '../steps/health.js';
-import { PLUGIN_PREFIX, installedPackageVersion } from '../runtime/openclaw.js';
-import { installedOpenclawVersion } from '../runtime/openclaw-place.js';
 import { meshStatus } from '../steps/mesh-client.js';
-import { rollbackPoint } from '../steps/node-upgrade.js';
-import { VERSION } from '../version.js';
+import { collectVersions, type ComponentName, type ComponentVersion } from './versions.js';
 
 export interface StatusReport {
   /** This binary and the Node.js it is built on (not the runtime's Node: components.node). */
@@ -19,38 +15,28 @@ export interface StatusReport {
   model?: string;
   meshHostname?: string;
   channel: boolean;
-  components: Record<'node' | 'openclaw' | 'qmd' | 'lossless-claw', { installed?: string; pinned: string; previous?: string }>;
+  components: Record<ComponentName, ComponentVersion>;
   services: { gateway: boolean; health: boolean; mesh: 'running' | 'logged-out' | 'not-installed'; serving: boolean };
 }
 
 /** What is deployed, read-only and quick; `doctor` is the one that judges it. */
 export async function collectStatus(host: Host): Promise<StatusReport> {
-  const components = loadComponents(host.env);
-  const [answers, node, openclaw, qmd, lossless, gateway, health, mesh, channel] = await Promise.all([
+  const [answers, versions, gateway, health, mesh, channel] = await Promise.all([
     readStoredAnswers(host),
-    host.exec.run(host.paths.real(`${LAYOUT.nodePrefix}/bin/node`), ['--version'], { allowFailure: true }),
-    installedOpenclawVersion(host, components.openclaw.package),
-    installedPackageVersion(host, `${LAYOUT.qmdPrefix}/node_modules`, components.qmd.package),
-    installedPackageVersion(host, `${PLUGIN_PREFIX}/node_modules`, components.losslessClaw.package),
+    collectVersions(host, { previous: true }),
     host.services.isActive('user', LAYOUT.gatewayUnit).catch(() => false),
     probeHealth(host, HEALTH_VERDICT_TIMEOUT_MS),
     meshStatus(host).catch(() => ({ installed: false, running: false, serving: false, keyExpired: false, tags: [] })),
     host.files.exists(LAYOUT.channelEnv),
   ]);
-  const previous = await rollbackPoint(host);
   return {
-    binary: { version: VERSION, node: process.versions.node, arch: process.arch },
+    binary: { version: versions.release, node: process.versions.node, arch: process.arch },
     deployed: answers !== undefined,
     customer: answers?.customerName,
     model: answers?.modelId,
     meshHostname: answers?.meshHostname,
     channel,
-    components: {
-      node: { installed: node.exitCode === 0 ? node.stdout.trim().replace(/^v/, '') : undefined, pinned: components.node.version, ...(previous.node ? { previous: previous.node } : {}) },
-      openclaw: { installed: openclaw, pinned: components.openclaw.version, ...(previous.openclaw && previous.openclaw !== openclaw ? { previous: previous.openclaw } : {}) },
-      qmd: { installed: qmd, pinned: components.qmd.version },
-      'lossless-claw': { installed: lossless, pinned: components.losslessClaw.version },
-    },
+    components: versions.components,
     services: {
       gateway,
       health: health.ok,

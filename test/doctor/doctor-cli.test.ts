@@ -32,7 +32,7 @@ describe('service-deploy doctor (binary, sandbox)', () => {
   it('--json: the documented shape (schemaVersion 1), stable key order', async () => {
     const run = await sb.run(['doctor', '--json']);
     const out = jsonOutput('doctor', run.stdout);
-    expect(Object.keys(out)).toEqual(['schemaVersion', 'ok', 'summary', 'checks', 'deployed']);
+    expect(Object.keys(out)).toEqual(['schemaVersion', 'ok', 'summary', 'checks', 'deployed', 'versions']);
     expect(out.schemaVersion).toBe(1);
     expect(out.summary).toEqual({ pass: CHECKS.length - 1, warn: 0, fail: 0, skip: 1, crashed: 0 });
     for (const c of out.checks) {

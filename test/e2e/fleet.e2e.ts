@@ -8,7 +8,7 @@ import { scenarioSteps } from './steps.js';
 import { cleanupTempDirs } from '../helpers/tmp.js';
 import { E2E_CACHE } from './artifacts.js';
 import type { Suite } from './container.js';
-import { EXAMPLE, Fleet, parseDoctorTable, playFailure, type DoctorRow, type PlayRun } from './fleet.js';
+import { DOCTOR_TABLE_HEAD, EXAMPLE, Fleet, parseDoctorTable, playFailure, type DoctorRow, type PlayRun } from './fleet.js';
 import { log, seconds } from './harness.js';
 import { filesWithSecrets } from './secrets.js';
 import { EARLIER_LAYOUT, EARLIER_OPENCLAW, GLOBAL_PACKAGE, PINNED_OPENCLAW, healthzOn, installedOpenclaw, packBrokenBuildOn, putEarlierRelease } from './lifecycle.js';
@@ -19,6 +19,9 @@ const HOSTS = ['fleet-1', 'fleet-2', 'fleet-3'];
 const NEW_MODEL = 'e2e-model-2';
 /** This build's release (status --json's binary.version): what every server runs. */
 const RELEASE: string = JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8')).version;
+/** The other components this build pins (doctor's versions): the table's node, qmd and lossless-claw on every server. */
+const PINS = JSON.parse(fs.readFileSync(path.join(REPO, 'templates/components.json'), 'utf8'));
+const ON_THE_PIN = { node: PINS.node.version as string, qmd: PINS.qmd.version as string, losslessClaw: PINS.losslessClaw.version as string };
 const GATEWAY_CTL = 'XDG_RUNTIME_DIR=/run/user/0 systemctl --user';
 const GATEWAY_PID = `${GATEWAY_CTL} show -p MainPID --value openclaw-gateway.service`;
 /** Where the earlier releases (and so the previous release here) installed OpenClaw: globally, in the Node prefix. */
@@ -51,15 +54,15 @@ function expectRecap(run: PlayRun, expected: Record<string, 'changed' | 'ok'>): 
   }
 }
 
-/** doctor.yml's table: release, OpenClaw version, result and failed checks of every server. */
+/** doctor.yml's table: release, OpenClaw, Node, QMD and lossless-claw versions, result and failed checks of every server. */
 async function versionTable(label: string): Promise<DoctorRow[]> {
   const run = await play('doctor.yml');
   expect(run.exitCode, `${playFailure(run)}\n${run.stdout.slice(-4000)}`).toBe(0);
-  expect(run.stdout).toMatch(/"host\s+\| release\s+\| openclaw\s+\| result\s+\| failed checks\s+\| fixes"/);
+  expect(run.stdout).toMatch(new RegExp(`"${DOCTOR_TABLE_HEAD.slice(0, -1).map((h) => `${h}\\s+\\| `).join('')}${DOCTOR_TABLE_HEAD.at(-1)}"`));
   const rows = parseDoctorTable(run.stdout);
   expect(rows.map((r) => r.host), run.stdout.slice(-3000)).toEqual(HOSTS);
   (report.versionTables as Record<string, DoctorRow[]>)[label] = rows;
-  log(`version table (${label}): ${rows.map((r) => `${r.host} ${r.release} OpenClaw ${r.openclaw} ${r.result}${r.failed === '-' ? '' : ` (${r.failed})`}`).join('; ')}`);
+  log(`version table (${label}): ${rows.map((r) => `${r.host} ${r.release} OpenClaw ${r.openclaw} Node ${r.node} QMD ${r.qmd} lossless-claw ${r.losslessClaw} ${r.result}${r.failed === '-' ? '' : ` (${r.failed})`}`).join('; ')}`);
   return rows;
 }
 
@@ -148,10 +151,10 @@ describe.sequential(`a fleet of ${HOSTS.length} servers driven by Ansible (${SUI
     timings.modelChangeMs = run.ms;
   });
 
-  step('4. doctor.yml prints one table: three healthy rows, each with its release and the pinned OpenClaw', 10 * 60_000, async () => {
+  step('4. doctor.yml prints one table: three healthy rows, each with its release and the pinned OpenClaw, Node, QMD and lossless-claw', 10 * 60_000, async () => {
     const t = Date.now();
     const rows = await versionTable('installed');
-    expect(rows).toEqual(HOSTS.map((host) => ({ host, release: RELEASE, openclaw: PINNED_OPENCLAW, result: 'healthy', failed: '-', fixes: '-' })));
+    expect(rows).toEqual(HOSTS.map((host) => ({ host, release: RELEASE, openclaw: PINNED_OPENCLAW, ...ON_THE_PIN, result: 'healthy', failed: '-', fixes: '-' })));
     timings.doctorMs = Date.now() - t;
   });
 
@@ -210,6 +213,8 @@ describe.sequential(`a fleet of ${HOSTS.length} servers driven by Ansible (${SUI
     // Every server behind the pin, and doctor says so.
     const rows = await versionTable('broken release');
     expect(rows.map((r) => [r.host, r.release, r.openclaw, r.result])).toEqual(HOSTS.map((h) => [h, RELEASE, `${EARLIER_OPENCLAW} (pin ${PINNED_OPENCLAW})`, 'FAILING']));
+    // Only OpenClaw was left behind: the other components stay on their pins.
+    for (const row of rows) expect({ node: row.node, qmd: row.qmd, losslessClaw: row.losslessClaw }, row.host).toEqual(ON_THE_PIN);
     for (const row of rows) expect(row.failed.split(', '), row.host).toContain('agent-runtime');
   });
 
@@ -230,7 +235,7 @@ describe.sequential(`a fleet of ${HOSTS.length} servers driven by Ansible (${SUI
       await healthzOn(c);
     }
     const rows = await versionTable('good release');
-    expect(rows).toEqual(HOSTS.map((host) => ({ host, release: RELEASE, openclaw: PINNED_OPENCLAW, result: 'healthy', failed: '-', fixes: '-' })));
+    expect(rows).toEqual(HOSTS.map((host) => ({ host, release: RELEASE, openclaw: PINNED_OPENCLAW, ...ON_THE_PIN, result: 'healthy', failed: '-', fixes: '-' })));
   });
 
   step('8. reset.yml asks first; confirmed, it resets fleet-3 only and its backup arrives on the control node (0600)', 10 * 60_000, async () => {

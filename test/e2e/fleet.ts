@@ -72,11 +72,18 @@ function replaceOnce(text: string, from: string, to: string, file: string): stri
 export interface DoctorRow {
   host: string;
   release: string;
+  /** Each component's version: plain at the pin, `installed (pin X)` behind it, `-` missing. */
   openclaw: string;
+  node: string;
+  qmd: string;
+  losslessClaw: string;
   result: string;
   failed: string;
   fixes: string;
 }
+
+/** The table's header, as doctor-table.j2 names the columns (the cells padded). */
+export const DOCTOR_TABLE_HEAD = ['host', 'release', 'openclaw', 'node', 'qmd', 'lossless-claw', 'result', 'failed checks', 'fixes'];
 
 /** The rows of doctor.yml's table (examples/ansible/.../doctor-table.j2), as the debug task prints them. */
 export function parseDoctorTable(stdout: string): DoctorRow[] {
@@ -85,9 +92,9 @@ export function parseDoctorTable(stdout: string): DoctorRow[] {
     const m = /^\s*"((?:[^"\\]|\\.)*)",?$/.exec(line);
     if (!m) continue;
     const cells = m[1]!.split(' | ').map((c) => c.trim());
-    if (cells.length !== 6 || cells[0] === 'host') continue;
-    const [host, release, openclaw, result, failed, fixes] = cells as [string, string, string, string, string, string];
-    rows.push({ host, release, openclaw, result, failed, fixes });
+    if (cells.length !== DOCTOR_TABLE_HEAD.length || cells[0] === 'host') continue;
+    const [host, release, openclaw, node, qmd, losslessClaw, result, failed, fixes] = cells as [string, string, string, string, string, string, string, string, string];
+    rows.push({ host, release, openclaw, node, qmd, losslessClaw, result, failed, fixes });
   }
   return rows;
 }

@@ -1,6 +1,5 @@
 import { versionBelow } from '../../host/os.js';
 import { LAYOUT } from '../../layout.js';
-import { stampedNodeVersion } from '../../steps/node-runtime.js';
 import { fail, pass, type Check } from '../types.js';
 import { filesFix } from './files.js';
 
@@ -13,10 +12,8 @@ export const nodeRuntimeCheck: Check = {
     const node = `${LAYOUT.nodePrefix}/bin/node`;
     const fix = `run \`service-deploy install\`: it puts Node ${want} into ${LAYOUT.nodePrefix} (the system's node is never used)`;
     if (!(await host.files.exists(node))) return fail(`${node} is missing`, fix, { commands: ['service-deploy install'] });
-    // The version the install verified, while the binary is that very file; else run it.
-    const stamped = await stampedNodeVersion(host);
-    const result = stamped === undefined ? await host.exec.run(host.paths.real(node), ['--version'], { allowFailure: true, timeoutMs: 20_000 }) : undefined;
-    const have = stamped ?? (result?.exitCode === 0 ? result.stdout.trim().replace(/^v/, '') : undefined);
+    // The version the install verified, while the binary is that very file; else run it (once: the report's versions share it).
+    const { version: have, run: result } = await ctx.nodeVersion();
     if (have !== want) {
       // Only its mode changed (recorded in the install manifest): doctor --fix gives it back.
       const byFiles = !have && (await ctx.repairedByFiles(node)) && (await ctx.issuesFor(node)).every((i) => i.repair?.kind === 'chmod' || i.repair?.kind === 'chown');
