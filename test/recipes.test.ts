@@ -29,6 +29,7 @@ import {
   type WrittenFolder,
 } from '../src/pipeline/writes.js';
 import { installSteps, installWrites } from '../src/steps/index.js';
+import { needsGraphMermaid } from '../src/pipeline/timeline.js';
 import { REPO } from './helpers/binary.js';
 
 /**
@@ -151,6 +152,15 @@ describe('the docs a new step or check adds a row to', () => {
     // A row may stand for a family of steps (`channel-*`).
     const families = [...documented].filter((d) => d.endsWith('-'));
     expect(installSteps().map((s) => s.id).filter((id) => !documented.has(id) && !families.some((f) => id.startsWith(f)))).toEqual([]);
+  });
+
+  it("docs/install.md's needs graph is the one the steps' needs give (npm run timeline -- --graph)", () => {
+    const doc = fs.readFileSync(path.join(REPO, 'docs/install.md'), 'utf8');
+    const graph = /^## Where the time goes\n[\s\S]*?^```mermaid\n([\s\S]*?)^```$/m.exec(doc)?.[1];
+    expect(graph, 'docs/install.md has a mermaid block under "## Where the time goes"').toBeDefined();
+    expect(graph, "docs/install.md's needs graph is not the steps' needs: print it again with npm run timeline -- --graph").toBe(needsGraphMermaid(installSteps()));
+    // A step added to the list changes it.
+    expect(needsGraphMermaid(stepsWithFixture())).not.toBe(graph);
   });
 
   it("every doctor check has its row in docs/operations.md's check table", () => {

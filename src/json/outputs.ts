@@ -27,6 +27,8 @@ export const installOutput = defineOutput({
         id: z.string(),
         status: z.enum(['ok', 'changed', 'skipped', 'failed']),
         durationMs: z.number().int(),
+        startMs: z.number().int().min(0).optional().describe("When the step's turn began, in ms since the steps began (after the answers were resolved; a monotonic clock); absent for a skipped step"),
+        endMs: z.number().int().min(0).optional().describe('When it ended, on the same clock: endMs - startMs = durationMs; absent for a skipped step'),
         reason: z.string().optional().describe('Why it was skipped'),
         changes: z.array(z.string()).optional().describe('One line per change (made, or that would be made in check mode)'),
         error: z.string().optional(),

@@ -38,7 +38,8 @@ async function assess(step: Step, ctx: InstallContext): Promise<Assessment> {
  * verify. In check mode nothing is applied: the plan is the result, and a step whose
  * check fails is recorded as failed (cannot be planned) while the later steps are still
  * planned. Otherwise the first failure stops the run (later steps build on earlier
- * ones); what ran is reported either way.
+ * ones); what ran is reported either way, each step that ran with its start and end
+ * (ms since the pipeline started: the install's timeline, critical-path.ts).
  *
  * Checks only read the machine, so they all start at once; a step uses its early
  * result while no earlier step has changed anything (the state it read is still the
@@ -63,6 +64,10 @@ export async function runPipeline(
   const { log, redactor } = base.host;
   const check = base.options.check;
   let changedSoFar = false;
+  // The clock of the steps' start and end (StepResult.startMs): monotonic, so a wall
+  // clock set during the install (a fresh server's first time sync) moves no step.
+  const pipelineStart = performance.now();
+  const sincePipelineStart = () => Math.round(performance.now() - pipelineStart);
   const early = new Map(
     steps
       .filter((step) => step.speculative !== false)
@@ -77,9 +82,12 @@ export async function runPipeline(
       rendererOptions,
       run: async (task: StepTask) => {
         const ctx: InstallContext = { ...base, notified, progress: (text) => (task.output = redactor.redact(text)) };
-        const started = Date.now();
-        const record = (partial: Omit<StepResult, 'id' | 'title' | 'durationMs'>) => {
-          result = { id: step.id, title: step.title, durationMs: Date.now() - started, ...partial };
+        const startMs = sincePipelineStart();
+        const record = (partial: Omit<StepResult, 'id' | 'title' | 'durationMs' | 'startMs' | 'endMs'>) => {
+          const endMs = sincePipelineStart();
+          // A skipped step did no work: its time (the wait for its early check) is no bar of the timeline.
+          const span = partial.status === 'skipped' ? {} : { startMs, endMs };
+          result = { id: step.id, title: step.title, durationMs: endMs - startMs, ...span, ...partial };
           results.push(result);
           return result;
         };

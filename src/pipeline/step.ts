@@ -105,5 +105,13 @@ export interface StepResult {
   reason?: string;
   error?: string;
   hint?: string;
+  /** endMs - startMs (a skipped step's too, though it has neither). */
   durationMs: number;
+  /**
+   * When the step's turn began and its result was recorded, in ms since the pipeline
+   * started (runPipeline; a monotonic clock). Set for a step that ran (ok, changed,
+   * failed), not for a skipped one; a step the run did not reach has no result at all.
+   */
+  startMs?: number;
+  endMs?: number;
 }

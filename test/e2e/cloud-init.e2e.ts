@@ -10,7 +10,7 @@ import { cleanupTempDirs, tempDir } from '../helpers/tmp.js';
 import { E2E_CACHE } from './artifacts.js';
 import { ANSWERS_FILE, HELD_MARK, MIN_HOLD_S, RELEASED_MARK, RESULT_FILE, cloudInitFiles, lockHolderDeb, userDataForE2e } from './cloud-init.js';
 import type { Suite } from './container.js';
-import { GATEWAY_PORT, World, log, parseJson, seconds } from './harness.js';
+import { GATEWAY_PORT, World, log, parseJson, recordTimeline, seconds } from './harness.js';
 import { filesWithSecrets, scanWorldReadable } from './secrets.js';
 
 /** trixie's cloud-init (25.1) is the closest to what current Ubuntu images run (24.x-25.x); it also reports "degraded". */
@@ -108,6 +108,9 @@ describe.sequential(`the catalog deploy through a real cloud-init (${SUITE}) whi
     expect(await world.container.ok(`curl -fsS -o /dev/null -w '%{http_code}' http://127.0.0.1:${GATEWAY_PORT}/healthz`)).toBe('200');
     report.recap = result.recap;
     timings.installMs = result.durationMs;
+    // The e2e's one first install with a JSON result (the server scenario's is the
+    // quickstart's, run as the page says: no --json): its timeline, beside the report.
+    report.timeline = recordTimeline(result, 'cloud-init', `first install: the catalog deploy through cloud-init, ${SUITE} e2e ${new Date().toISOString().slice(0, 10)} (package-lock waits for the boot's apt run, held >= ${MIN_HOLD_S} s)`);
   });
 
   step(`3. the deploy waited for the real apt/dpkg run (held >= ${MIN_HOLD_S} s), said so and for whom, then went on`, 2 * 60_000, async () => {

@@ -18,6 +18,9 @@ import { Forwarder } from './forward.js';
 import { NetSlot } from './netns.js';
 import { ArgvWatch, mask, type Secrets } from './secrets.js';
 import { startAiGateway, startMcp, serveHttp, type AiGateway, type McpServer } from './standins.js';
+import type { CriticalPath } from '../../src/pipeline/critical-path.js';
+import { formatMs, installTimeline, type TimedStep } from '../../src/pipeline/timeline.js';
+import { installSteps } from '../../src/steps/index.js';
 
 export const GATEWAY_PORT = 18789;
 export const CHANNEL_PORT = 18790;
@@ -542,6 +545,23 @@ export function timeSplit(run: InstallRun): { downloadsMs: number; oursMs: numbe
     bootstrapMs: Math.max(0, run.wallMs - binaryMs),
     detail: `downloads: ${fmt(downloads)} | ours: ${fmt(ours)}`,
   };
+}
+
+/**
+ * An install's timeline for the report: each step's start, end and duration from its
+ * --json result, the critical path (the longest chain of the steps' needs, by these
+ * durations), and the Gantt chart written next to the report as
+ * E2E_CACHE/install-timeline-<name>.svg (src/pipeline/timeline.ts; docs/install.md,
+ * "Where the time goes").
+ */
+export function recordTimeline(result: { steps?: TimedStep[] }, name: string, title: string): { svg: string; steps: TimedStep[]; criticalPath: CriticalPath } {
+  const steps = (result.steps ?? []).map(({ id, status, startMs, endMs, durationMs }) => ({ id, status, startMs, endMs, durationMs }));
+  const drawn = installTimeline({ steps }, installSteps(), title);
+  fs.mkdirSync(E2E_CACHE, { recursive: true });
+  const svg = path.join(E2E_CACHE, `install-timeline-${name}.svg`);
+  fs.writeFileSync(svg, drawn.svg);
+  log(`timeline: ${svg}; critical path ${formatMs(drawn.critical.ms)}: ${drawn.critical.ids.join(' -> ')}`);
+  return { svg, steps, criticalPath: drawn.critical };
 }
 
 export function seconds(ms: number): string {

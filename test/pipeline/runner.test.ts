@@ -68,7 +68,7 @@ async function run(silent: boolean, check: boolean): Promise<{ outcome: Pipeline
   return { outcome, calls };
 }
 
-const shape = (outcome: PipelineOutcome) => outcome.results.map(({ durationMs: _, ...r }) => r);
+const shape = (outcome: PipelineOutcome) => outcome.results.map(({ durationMs: _, startMs: _s, endMs: _e, ...r }) => r);
 
 describe('runPipeline', () => {
   for (const silent of [true, false]) {
@@ -84,6 +84,21 @@ describe('runPipeline', () => {
       expect(outcome.failed).toBe(true);
       // e was checked early (all checks start together) but never applied: the list ended at d.
       expect(calls.filter((c) => c.startsWith('apply') || c.startsWith('verify'))).toEqual(['apply b', 'verify b']);
+    });
+
+    it(`${silent ? 'silent' : 'shown'}: each step that ran has its start and end (ms since the steps began, one after the other), a skipped one neither`, async () => {
+      const slow = steps([]);
+      slow[1] = { ...slow[1]!, apply: () => new Promise((resolve) => setTimeout(resolve, 30)) };
+      const { results } = await runPipeline(slow, base(false), { silent });
+      expect(results.map((r) => `${r.id} ${r.startMs !== undefined} ${r.endMs !== undefined}`)).toEqual(['a true true', 'b true true', 'c false false', 'd true true']);
+      let previousEnd = 0;
+      for (const r of results) {
+        if (r.startMs === undefined || r.endMs === undefined) continue;
+        expect(r.startMs, r.id).toBeGreaterThanOrEqual(previousEnd);
+        expect(r.endMs - r.startMs, r.id).toBe(r.durationMs);
+        previousEnd = r.endMs;
+      }
+      expect(results[1]!.durationMs).toBeGreaterThanOrEqual(25);
     });
 
     it(`${silent ? 'silent' : 'shown'} --check: applies nothing, lists the step it could not plan and plans the rest`, async () => {
