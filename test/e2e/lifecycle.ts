@@ -64,13 +64,13 @@ export async function answersMissing(world: World, replies: string[]): Promise<s
   return out.split('\n').filter(Boolean);
 }
 
-async function installedVersion(world: World, dir = PKG): Promise<string | undefined> {
+async function installedVersion(world: World, dir?: string): Promise<string | undefined> {
   return installedOpenclaw(world.container, dir);
 }
 
-/** The OpenClaw version installed on this server (or in `dir`), undefined when none. */
-export async function installedOpenclaw(c: Container, dir = PKG): Promise<string | undefined> {
-  const text = await c.sh(`cat ${dir}/package.json`);
+/** The OpenClaw version that runs on this server (through its link, else the earlier layout's global package), or the one in `dir`; undefined when none. */
+export async function installedOpenclaw(c: Container, dir?: string): Promise<string | undefined> {
+  const text = await c.sh(dir ? `cat ${dir}/package.json` : `cat ${PKG}/package.json 2>/dev/null || cat ${GLOBAL_PACKAGE}/package.json`);
   return text.exitCode === 0 ? (JSON.parse(text.stdout) as { version: string }).version : undefined;
 }
 

@@ -187,6 +187,8 @@ export async function makeSandbox(options: { os?: string; arch?: 'x64' | 'arm64'
         SERVICE_DEPLOY_ROOT: root,
         STANDIN_LOG: log,
         STANDIN_STATE: state,
+        // The machine the stand-in npm installs a lock's platform packages for (the emulated arm64 binary's too).
+        STANDIN_CPU: options.arch ?? (process.arch === 'arm64' ? 'arm64' : 'x64'),
         SERVICE_NODE_DIST_URL: dist.url,
         SERVICE_DOWNLOAD_CA_FILE: ca.caFile,
         SERVICE_MESH_APT_URL: `${dist.url}/apt/ubuntu`,

@@ -129,7 +129,7 @@ describe('install output when piped (cloud-init, CI, | tee)', () => {
     // Long work said what it was doing, sparsely: the Node download in bytes.
     const progress = lines.filter((l) => l.includes(PROGRESS));
     expect(progress.some((l) => /^Node\.js for the agent runtime: \.\.\. downloading node-v[\d.]+-linux-\w+\.tar\.gz: [\d.]+ of [\d.]+ MB \(\d+%\)$/.test(l)), progress.join('\n')).toBe(true);
-    expect(progress.some((l) => l.startsWith('Agent runtime (OpenClaw): ... npm install openclaw@'))).toBe(true);
+    expect(progress.some((l) => l.startsWith('Agent runtime (OpenClaw, from the shipped lock): ... npm ci openclaw@'))).toBe(true);
     expect(progress.length).toBeLessThan(lines.length);
 
     // stdout: the recap, then what a person needs next.

@@ -54,10 +54,14 @@ const NOT_OURS = [
   /^\/var\/log\/service-deploy\//,
   /^\/var\/lib\/service-deploy\/manifest\.json$/,
   /^\/opt\/service-deploy\/plugins\/package\.json$/, // npm adds the dependency to it
-  /^\/opt\/service-deploy\/node\/bin\/(npm|qmd|_lib\.sh|\.openclaw-standin)$/, // the rest of the (stand-in) Node tarball
+  /^\/opt\/service-deploy\/node\/bin\/(npm|qmd|openclaw|_lib\.sh|\.openclaw-standin)$/, // the rest of the (stand-in) Node tarball
+  /^\/opt\/service-deploy\/openclaw-current$/, // the link to the package that runs: doctor's agent-runtime checks its target (it moves with an upgrade and a rollback)
   /^\/opt\/service-deploy\/qmd\/node_modules\/\.bin\/_lib\.sh$/, // the stand-in qmd's helper
   /^\/opt\/service-deploy\/qmd\/package\.json$/, // npm records the dependencies in it
-  /^\/opt\/service-deploy\/qmd\/node_modules\/(@node-llama-cpp\/linux-|sqlite-vec-linux-)/, // QMD's CPU build parts, npm's
+  // npm's trees from the shipped locks (doctor's runtime-trees compares them with the locks;
+  // the files each program runs from are recorded) and OpenClaw's project package.json, as shipped.
+  /^\/opt\/service-deploy\/(openclaw|qmd)\/node_modules\//,
+  /^\/opt\/service-deploy\/openclaw\/package\.json$/,
   /^\/root\/\.(cache|config)\/qmd\//, // QMD's own index and collection config (its data, checked by doctor's memory check)
   /^\/(etc\/logrotate\.d\/nginx|usr\/sbin\/logrotate)$/, // the packages' own files (the apt-get stand-in writes them)
 ];
