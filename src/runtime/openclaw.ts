@@ -75,7 +75,6 @@ export async function installedPackageVersion(host: Host, nodeModules: string, n
   }
 }
 
-export const GLOBAL_MODULES = `${LAYOUT.nodePrefix}/lib/node_modules`;
 export const PLUGIN_PREFIX = '/opt/service-deploy/plugins';
 /** What the unit and the wrapper run: the entry of the package that runs, through its link (runtime/openclaw-place.ts). */
 export const OPENCLAW_ENTRY = LAYOUT.openclawBin;
