@@ -10,7 +10,7 @@ import { mcpQuery } from './memory.js';
  * (doctor's runtime-trees, which reads every package folder against the lock: 0
  * differences), a package changed by hand is named, and a server of the earlier layout
  * (OpenClaw global in the Node prefix, as the releases before the locks installed it)
- * converges on a re-run with its sessions, memory and pairing intact.
+ * converges on a re-run with its sessions and memory intact.
  */
 
 type Chat = (message: string) => Promise<{ reply: string }>;
@@ -18,7 +18,7 @@ const USER_ENV = 'XDG_RUNTIME_DIR=/run/user/0';
 const NPM_ENV = 'set -a; . /root/e2e/sources.env; set +a; export PATH=/opt/service-deploy/node/bin:$PATH';
 /** A package of OpenClaw's tree (a top-level one of its lock). */
 const CHANGED = '/opt/service-deploy/openclaw/node_modules/@anthropic-ai/sdk/package.json';
-/** The pairing store and the memory file 5b wrote: what a migration must leave as it is. */
+/** The files of the agent's own a migration must leave as they are: the memory file 5b wrote (and a pairing store or identity folder, where the release keeps one as files). */
 const KEPT = 'find /root/.openclaw/devices /root/.openclaw/identity /root/.openclaw/workspace/memory -type f -exec sha256sum {} + 2>/dev/null | sort';
 
 async function doctorChecks(world: World, ...ids: string[]): Promise<Array<{ id: string; status: string; message?: string; detail?: string }>> {
@@ -68,7 +68,7 @@ export async function lockedTreesOnServer(world: World, chat: Chat): Promise<Rec
   await healthzOn(c);
   const after = await doctorChecks(world, 'agent-runtime', 'runtime-trees');
   expect(after.map((r) => [r.id, r.status]), JSON.stringify(after)).toEqual([['agent-runtime', 'pass'], ['runtime-trees', 'pass']]);
-  // Sessions, pairing and memory as they were.
+  // Sessions and memory as they were.
   expect(await answersMissing(world, [before.reply]), 'the answer given on the global install, after the migration').toEqual([]);
   expect(await c.ok(KEPT)).toBe(kept);
   const memory = await mcpQuery(world, 'aquarium');

@@ -431,7 +431,7 @@ true`);
     log(`crafted archives: ${JSON.stringify(report.craftedArchives)}`);
   });
 
-  defaultSuiteStep('8c. the locked trees (issue 29): doctor finds the installed OpenClaw and QMD trees are the shipped locks (0 differences) and names a changed package; a server of the earlier layout (OpenClaw global in the Node prefix) converges on a re-run with its sessions, pairing and memory intact', 20 * 60_000, async () => {
+  defaultSuiteStep('8c. the locked trees (issue 29): doctor finds the installed OpenClaw and QMD trees are the shipped locks (0 differences) and names a changed package; a server of the earlier layout (OpenClaw global in the Node prefix) converges on a re-run with its sessions and memory intact', 20 * 60_000, async () => {
     report.lockedTrees = await lockedTreesOnServer(world, chat);
   });
 
