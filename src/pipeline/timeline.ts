@@ -28,7 +28,8 @@ const RIGHT = 80;
 const ROW = 20;
 const BAR = 13;
 
-const escape = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+/** Text as SVG (XML) holds it. */
+export const escapeXml = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 
 /** `48.0 s`, or `120 ms` under a second. */
 export function formatMs(ms: number): string {
@@ -68,13 +69,13 @@ export function timelineSvg(steps: readonly TimedStep[], options: TimelineOption
     `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}" font-family="sans-serif" font-size="12">`,
     '<style>.grid{stroke:#ddd}.tick{fill:#555}.id{fill:#222}.crit{fill:#c0392b}.bar{fill:#8aa6c8}.failed{stroke:#000;stroke-width:1.5}.len{fill:#444}.title{font-size:14px;font-weight:bold}</style>',
     `<rect width="${WIDTH}" height="${height}" fill="#fff"/>`,
-    `<text x="10" y="20" class="title">${escape(options.title)}</text>`,
+    `<text x="10" y="20" class="title">${escapeXml(options.title)}</text>`,
   ];
   if (options.critical) {
     const total = ran.reduce((sum, s) => sum + (s.endMs - s.startMs), 0);
     out.push(`<rect x="10" y="31" width="12" height="11" class="crit"/>`);
     out.push(`<text x="28" y="41">critical path: ${formatMs(options.critical.ms)} of the steps' ${formatMs(total)} (the longest chain of needs: no install running steps side by side could be shorter)</text>`);
-    out.push(`<text x="28" y="57" class="tick">${escape(options.critical.ids.join(' → '))}</text>`);
+    out.push(`<text x="28" y="57" class="tick">${escapeXml(options.critical.ids.join(' → '))}</text>`);
   }
   for (const t of ticks) {
     const tx = x(t * 1000).toFixed(1);
@@ -87,11 +88,11 @@ export function timelineSvg(steps: readonly TimedStep[], options: TimelineOption
     const x1 = x(s.startMs);
     const width = Math.max(1, x(s.endMs) - x1);
     const classes = [onPath.has(s.id) ? 'crit' : 'bar', ...(s.status === 'failed' ? ['failed'] : [])].join(' ');
-    out.push(`<text x="${LEFT - 8}" y="${y + BAR - 2}" class="id" text-anchor="end"${onPath.has(s.id) ? ' font-weight="bold"' : ''}>${escape(s.id)}</text>`);
-    out.push(`<rect x="${x1.toFixed(1)}" y="${y}" width="${width.toFixed(1)}" height="${BAR}" class="${classes}"><title>${escape(`${s.id}: ${s.status}, ${formatMs(s.endMs - s.startMs)} (${formatMs(s.startMs)} to ${formatMs(s.endMs)})`)}</title></rect>`);
+    out.push(`<text x="${LEFT - 8}" y="${y + BAR - 2}" class="id" text-anchor="end"${onPath.has(s.id) ? ' font-weight="bold"' : ''}>${escapeXml(s.id)}</text>`);
+    out.push(`<rect x="${x1.toFixed(1)}" y="${y}" width="${width.toFixed(1)}" height="${BAR}" class="${classes}"><title>${escapeXml(`${s.id}: ${s.status}, ${formatMs(s.endMs - s.startMs)} (${formatMs(s.startMs)} to ${formatMs(s.endMs)})`)}</title></rect>`);
     out.push(`<text x="${(x1 + width + 4).toFixed(1)}" y="${y + BAR - 2}" class="len">${formatMs(s.endMs - s.startMs)}${s.status === 'failed' ? ' failed' : ''}</text>`);
   });
-  if (skipped.length) out.push(`<text x="10" y="${rowsEnd + 48}" class="tick">skipped (no bar): ${escape(skipped.join(', '))}</text>`);
+  if (skipped.length) out.push(`<text x="10" y="${rowsEnd + 48}" class="tick">skipped (no bar): ${escapeXml(skipped.join(', '))}</text>`);
   out.push('</svg>');
   return `${out.join('\n')}\n`;
 }

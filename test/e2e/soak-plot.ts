@@ -3,6 +3,7 @@
 // a plotting library (and a headless browser or canvas to render it) would be most of
 // the bench's dependencies for that.
 import { serverMemory, type SoakSample } from './soak.js';
+import { axisTicks, escapeXml } from '../../src/pipeline/timeline.js';
 
 export interface Series {
   name: string;
@@ -25,17 +26,11 @@ const RIGHT = 200;
 const TOP = 64;
 const GAP = 70;
 
-const escape = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+const escape = escapeXml;
 
-/** Round numbers for an axis from 0 to at least max: about five steps of 1, 2 or 5 times a power of ten. */
+/** Round numbers for an axis from 0 to at least max: about five steps (the install timeline's axis, src/pipeline/timeline.ts). */
 export function niceTicks(max: number, steps = 5): number[] {
-  if (!(max > 0)) return [0, 1];
-  const raw = max / steps;
-  const power = 10 ** Math.floor(Math.log10(raw));
-  const step = [1, 2, 5, 10].map((m) => m * power).find((s) => s >= raw)!;
-  const ticks: number[] = [];
-  for (let v = 0; v < max + step * 0.999; v += step) ticks.push(Number(v.toPrecision(12)));
-  return ticks;
+  return axisTicks(max, steps);
 }
 
 function panel(out: string[], top: number, title: string, unit: string, series: Series[], markers: Marker[], xMax: number, xTicks: number[], yFloor = 0): void {
