@@ -49,8 +49,10 @@ export const agentRuntimeStep: Step = {
     const { package: name, version: want } = components.openclaw;
     const project = lockedProject('openclaw', name, components.sources.openclawSpec);
     const live = await livePackageDir(host, name);
+    const projectPackage = lockedPackageDir(LAYOUT.openclawProject, name);
     const have = live ? await packageVersionAt(host, live) : undefined;
-    const inProject = await packageVersionAt(host, lockedPackageDir(LAYOUT.openclawProject, name));
+    // What runs is the project's package on a converged server: its version is read once.
+    const inProject = live === projectPackage ? have : await packageVersionAt(host, projectPackage);
     const fromLock = inProject === want && (await projectIsCurrent(host, LAYOUT.openclawProject, project));
     // The right tree with a file missing or changed since npm wrote it: install again.
     const state = fromLock ? await lockedTreeState(host, LAYOUT.openclawProject, 'openclaw', await packageState(host, inProject, want, openclawFiles(name))) : { install: true };
