@@ -12,6 +12,7 @@ export interface InstallArgs extends GlobalOptions, AnswerArgs {
   resetClean?: boolean;
   rotateChannelSecrets?: boolean;
   lockTimeout?: string;
+  serial?: boolean;
   channelAllow?: string;
   channelHost?: string[];
 }
@@ -32,6 +33,7 @@ export function installRequest(argv: InstallArgs): InstallRequest {
     resetClean: argv.resetClean,
     rotateChannelSecrets: argv.rotateChannelSecrets,
     lockTimeout: argv.lockTimeout,
+    serial: argv.serial,
     channelAllow: argv.channelAllow,
   };
 }
@@ -65,6 +67,7 @@ export function installOptions<T>(y: Argv<T>) {
     .parserConfiguration({ 'duplicate-arguments-array': true })
     .middleware(lastValueWins, true)
     .option('lock-timeout', numberOption('Seconds to wait for the apt/dpkg lock (default 300)', { group: 'Mode:' }))
+    .option('serial', { type: 'boolean', describe: 'Run the steps one at a time in their listed order (slower; for debugging and the install bench). Default: independent steps at once', group: 'Mode:' })
     .example('$0 install', 'Interactive install or update (prompts for the six answers)')
     .example('SERVICE_API_KEY=... SERVICE_MESH_AUTH_KEY=... SERVICE_MCP_TOKEN=... $0 install --customer-name "Acme" --non-interactive', 'Scripted install')
     .example('curl -fsSL https://<setup_url>/install.sh | sudo bash -s -- --answers /root/answers.env', 'The one-liner: answers in a 0600 file survive sudo')

@@ -8,6 +8,7 @@ import { emitJson, installOutput } from '../json/index.js';
 import { formatRecap, pipelineJson, planLines } from '../pipeline/report.js';
 import { openInstallLog } from '../pipeline/install-log.js';
 import { runPipeline, type PipelineOutcome } from '../pipeline/runner.js';
+import { DEFAULT_CONCURRENCY } from '../pipeline/schedule.js';
 import type { InstallOptions, Step } from '../pipeline/step.js';
 import { installSteps } from '../steps/index.js';
 import { preflightStep } from '../steps/preflight.js';
@@ -106,7 +107,10 @@ export async function installWithLock({ host: given, request, steps, lockHeld, q
     const pinBefore = options.channel && !check ? await channelPin(host) : undefined;
     // Step lines on stderr (renderer.ts): live on a terminal, one plain line per event
     // otherwise (the catalog deploy's cloud-init log); none with --json.
-    const outcome = await runPipeline(steps ?? installSteps(), { host, profile, answers, components, options }, { silent: Boolean(request.json) });
+    const outcome = await runPipeline(steps ?? installSteps(), { host, profile, answers, components, options }, {
+      silent: Boolean(request.json),
+      concurrency: request.serial ? 1 : DEFAULT_CONCURRENCY,
+    });
     const pin = options.channel && !check ? await pinReport(host, pinBefore) : undefined;
     if (!quiet) await report(host, request, outcome, options, answers, Date.now() - started, pin);
     if (outcome.failed) process.exitCode = failureExitCode(outcome);

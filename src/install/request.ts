@@ -18,6 +18,8 @@ export interface InstallRequest {
   channelAllow?: string;
   /** Seconds to wait for the apt/dpkg lock (default 300), as given: checked by the install. */
   lockTimeout?: number | string;
+  /** --serial: the steps one at a time, in their listed order (default: by their needs, several at once). */
+  serial?: boolean;
 }
 
 export const DEFAULT_LOCK_TIMEOUT_SECONDS = 300;

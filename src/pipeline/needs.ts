@@ -2,9 +2,10 @@ import { LOCKS, type Step } from './step.js';
 
 /**
  * What is wrong with the steps' `needs` (Step.needs): a name that is neither a step of
- * the list nor a lock, a step that needs itself or a later step, a cycle. Empty when a
- * runner can start each step once everything it needs is done (the listed order is one
- * such order).
+ * the list nor a lock, a step that needs itself or a later step, a cycle, a step that
+ * does not wait (directly or through what it needs) for the first step, which says
+ * whether the server can take the install at all. Empty when a runner can start each
+ * step once everything it needs is done (the listed order is one such order).
  */
 export function needsProblems(steps: readonly Step[]): string[] {
   const ids = new Set(steps.map((s) => s.id));
@@ -20,6 +21,12 @@ export function needsProblems(steps: readonly Step[]): string[] {
   }
   const cycle = findCycle(steps);
   if (cycle) problems.push(`the steps need each other in a circle: ${cycle.join(' -> ')}`);
+  else {
+    const first = steps[0]?.id;
+    for (const step of steps.slice(1)) {
+      if (first !== undefined && !neededBy(steps, step.id).has(first)) problems.push(`step ${step.id} does not wait for ${first}, the first step`);
+    }
+  }
   return problems;
 }
 
@@ -46,4 +53,19 @@ function findCycle(steps: readonly Step[]): string[] | undefined {
     if (found) return found;
   }
   return undefined;
+}
+
+/** Every step `id` waits for, directly or through what it needs (no circle). */
+export function neededBy(steps: readonly Step[], id: string): Set<string> {
+  const byId = new Map(steps.map((s) => [s.id, s]));
+  const found = new Set<string>();
+  const visit = (current: string) => {
+    for (const need of byId.get(current)?.needs ?? []) {
+      if (!byId.has(need) || found.has(need)) continue;
+      found.add(need);
+      visit(need);
+    }
+  };
+  visit(id);
+  return found;
 }

@@ -17,8 +17,8 @@ import type { StepResult } from './step.js';
  *                     cursor movement.
  *   TerminalRenderer  a terminal (listr2's primary renderer): the same outcome lines
  *                     with a symbol (coloured unless NO_COLOR) and the time a step took,
- *                     and one live line under them for the running step (spinner,
- *                     progress, seconds so far).
+ *                     and one live line under them for the running steps (spinner,
+ *                     each one's title and seconds so far, the first one's progress).
  *
  * In both, consecutive steps skipped for the same reason share one line. --json and the
  * catalog deploy use listr2's silent renderer.
@@ -43,6 +43,29 @@ export interface StepRendererOptions {
 export interface StepRendererTaskOptions {
   /** The step's result, once it has one. */
   outcome?: () => StepResult | undefined;
+  /**
+   * When the step's turn begins. The runner starts every task at once and each waits
+   * for what it needs (schedule.ts), so listr2's "started" says nothing; with a turn the
+   * renderer shows the step as running from `turn.begin()` instead.
+   */
+  turn?: Turn;
+}
+
+/** A step's turn (StepRendererTaskOptions.turn): begun, or never reached (an earlier failure ended the run first: no line at all). */
+export class Turn {
+  private listener: (() => void) | undefined;
+  private begun = false;
+  unreached = false;
+
+  listen(listener: () => void): void {
+    this.listener = listener;
+    if (this.begun) listener();
+  }
+
+  begin(): void {
+    this.begun = true;
+    this.listener?.();
+  }
 }
 
 /** Hands lines to the renderer of the running task list; `write` says whether one took it. */
@@ -92,8 +115,12 @@ function quarterOf(text: string): number | undefined {
   return fraction === undefined ? undefined : Math.floor(fraction * 4);
 }
 
+function ownOptions(task: StepTask): StepRendererTaskOptions | undefined {
+  return task.rendererTaskOptions as StepRendererTaskOptions | undefined;
+}
+
 function ownOutcome(task: StepTask): StepResult | undefined {
-  return (task.rendererTaskOptions as StepRendererTaskOptions | undefined)?.outcome?.();
+  return ownOptions(task)?.outcome?.();
 }
 
 /** The task's step result, or one read from its listr2 state. */
@@ -162,9 +189,12 @@ abstract class StepRenderer {
   render(): void {
     this.lines?.attach((line) => this.log(line));
     for (const task of this.tasks) {
+      const turn = ownOptions(task)?.turn;
+      turn?.listen(() => this.started(task));
       task.on(ListrTaskEventType.STATE, (state) => {
-        if (state === ListrTaskState.STARTED) this.started(task);
-        else if (known(task)) this.settle(task);
+        if (state === ListrTaskState.STARTED) {
+          if (!turn) this.started(task);
+        } else if (known(task)) this.settle(task);
       });
       task.on(ListrTaskEventType.MESSAGE, () => {
         if (known(task)) this.settle(task);
@@ -187,6 +217,7 @@ abstract class StepRenderer {
   private settle(task: StepTask): void {
     if (this.settled.has(task.id) || !task.hasFinalized()) return;
     this.settled.add(task.id);
+    if (ownOptions(task)?.turn?.unreached) return;
     const result = outcomeOf(task);
     if (result.status === 'skipped') {
       const reason = result.reason ?? '';
@@ -297,11 +328,12 @@ export class PlainRenderer extends StepRenderer {
 const SPINNER = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
 const CLEAR_LINE = '\r\u001B[2K';
 
-/** A terminal: outcome lines with symbols, and one live line for the running step. listr2's primary renderer. */
+/** A terminal: outcome lines with symbols, and one live line for the running steps. listr2's primary renderer. */
 export class TerminalRenderer extends StepRenderer {
   static nonTTY = false;
   private readonly color: boolean;
-  private running: { task: StepTask; since: number; text?: string } | undefined;
+  /** The running steps, in the order they began (the live line names the first with its progress, then the others). */
+  private readonly running = new Map<string, { task: StepTask; since: number; text?: string }>();
   private frame = 0;
   private timer: NodeJS.Timeout | undefined;
   private shown = false;
@@ -323,11 +355,15 @@ export class TerminalRenderer extends StepRenderer {
   }
 
   private draw(): void {
-    if (!this.running) return;
-    const seconds = Math.floor((this.now().getTime() - this.running.since) / 1000);
+    if (this.running.size === 0) return;
+    const now = this.now().getTime();
+    const parts = [...this.running.values()].map((step, index) => {
+      const seconds = Math.floor((now - step.since) / 1000);
+      const text = index === 0 && step.text ? `: ${oneLine(step.text)}` : '';
+      return `${this.title(step.task)}${text}${seconds >= 2 ? ` (${seconds} s)` : ''}`;
+    });
     const columns = process.stderr.columns || 100;
-    let text = `${SPINNER[this.frame % SPINNER.length]} ${this.title(this.running.task)}${this.running.text ? `: ${oneLine(this.running.text)}` : ''}`;
-    if (seconds >= 2) text += ` (${seconds} s)`;
+    let text = `${SPINNER[this.frame % SPINNER.length]} ${parts.join(' · ')}`;
     if (text.length > columns - 1) text = `${text.slice(0, columns - 2)}…`;
     this.write(`${this.shown ? CLEAR_LINE : ''}${this.paint('36', text)}`);
     this.shown = true;
@@ -338,7 +374,7 @@ export class TerminalRenderer extends StepRenderer {
   }
 
   protected started(task: StepTask): void {
-    this.running = { task, since: this.now().getTime() };
+    this.running.set(task.id, { task, since: this.now().getTime() });
     // The live line moves with the spinner; progress only changes its text (no redraw per byte).
     this.timer ??= setInterval(() => {
       this.frame++;
@@ -349,21 +385,24 @@ export class TerminalRenderer extends StepRenderer {
   }
 
   protected progress(task: StepTask, text: string): void {
-    if (this.running?.task === task) this.running.text = text;
+    const step = this.running.get(task.id);
+    if (step) step.text = text;
   }
 
-  protected skipped(): void {
-    this.running = undefined;
+  protected skipped(task: StepTask): void {
+    this.running.delete(task.id);
     if (this.shown) this.write(CLEAR_LINE);
     this.shown = false;
+    this.draw();
   }
 
   protected finished(done: Finished | undefined, skips: SkipGroup | undefined): void {
     const lines = skips ? [this.skipText(skips)] : [];
     if (done) {
       const { result } = done;
-      const seconds = this.running ? (this.now().getTime() - this.running.since) / 1000 : 0;
-      this.running = undefined;
+      const step = this.running.get(done.task.id);
+      const seconds = step ? (this.now().getTime() - step.since) / 1000 : 0;
+      this.running.delete(done.task.id);
       const took = seconds >= 1 ? ` ${this.paint('2', `${seconds.toFixed(1)} s`)}` : '';
       const text = `${result.title}: ${outcomeText(result, this.check)}`;
       if (result.status === 'ok') lines.push(`${this.paint('32', '✔')} ${text}${took}`);
@@ -381,7 +420,7 @@ export class TerminalRenderer extends StepRenderer {
   protected close(skips: SkipGroup | undefined): void {
     clearInterval(this.timer);
     this.timer = undefined;
-    this.running = undefined;
+    this.running.clear();
     this.print(skips ? [this.skipText(skips)] : []);
     if (this.shown) this.write(CLEAR_LINE);
     this.shown = false;

@@ -1,7 +1,8 @@
 import type { ListrTask } from 'listr2';
 import { DeployError } from '../errors.js';
 import { outcomeText } from './outcome.js';
-import type { StepRendererOptions, StepRendererTaskOptions } from './renderer.js';
+import { Turn, type StepRendererOptions, type StepRendererTaskOptions } from './renderer.js';
+import { runByNeeds } from './schedule.js';
 import type { InstallContext, Notify, Plan, Step, StepResult } from './step.js';
 
 export interface PipelineOutcome {
@@ -13,6 +14,12 @@ export interface PipelineOutcome {
 export interface PipelineDisplay {
   /** --json and the catalog deploy: no step lines at all. */
   silent: boolean;
+  /**
+   * Steps running at once (schedule.ts; default 1: one after the other in the listed
+   * order, `install --serial`). Check mode always plans one step after the other, so its
+   * output keeps the listed order.
+   */
+  concurrency?: number;
 }
 
 type Assessment = { reason: string } | { plan: Plan } | { error: unknown };
@@ -34,15 +41,18 @@ async function assess(step: Step, ctx: InstallContext): Promise<Assessment> {
 }
 
 /**
- * Runs the steps in order as a listr2 task list, each check -> (plan) -> apply ->
- * verify. In check mode nothing is applied: the plan is the result, and a step whose
- * check fails is recorded as failed (cannot be planned) while the later steps are still
- * planned. Otherwise the first failure stops the run (later steps build on earlier
- * ones); what ran is reported either way, each step that ran with its start and end
- * (ms since the pipeline started: the install's timeline, critical-path.ts).
+ * Runs the steps as a listr2 task list, each check -> (plan) -> apply -> verify, a step
+ * starting once the steps it needs have ended and the locks it takes are free, up to
+ * `display.concurrency` at once (schedule.ts; 1: in the listed order). In check mode
+ * nothing is applied: the steps are planned one after the other, the plan is the
+ * result, and a step whose check fails is recorded as failed (cannot be planned) while
+ * the later steps are still planned. Otherwise the first failure stops the run: no step
+ * starts after it and the running ones end first. What ran is reported either way, in
+ * the listed order whatever order the steps ended in, each step that ran with its start
+ * and end (ms since the pipeline started: the install's timeline, critical-path.ts).
  *
  * Checks only read the machine, so they all start at once; a step uses its early
- * result while no earlier step has changed anything (the state it read is still the
+ * result while no step has changed anything yet (the state it read is still the
  * state), and checks again in its turn otherwise. A converged server's re-run thus
  * costs the slowest check, not the sum of them.
  *
@@ -50,9 +60,8 @@ async function assess(step: Step, ctx: InstallContext): Promise<Assessment> {
  * TerminalRenderer when stdout and stderr are terminals, PlainRenderer otherwise (one
  * line per step event). Progress of long work (ctx.progress) is the task's output; the
  * host's log lines go through the renderer while the list runs. With `display.silent`
- * (--json) nothing is shown, and the same step runs go one after the other without
- * listr2 (and without loading it): the first failure ends the run, and Ctrl-C exits
- * 127, as listr2 does.
+ * (--json) nothing is shown, and the same step runs are scheduled without listr2 (and
+ * without loading it); Ctrl-C exits 127, as listr2 does.
  */
 export async function runPipeline(
   steps: Step[],
@@ -74,9 +83,10 @@ export async function runPipeline(
       .map((step) => [step, assess(step, { ...base, notified: new Set(), progress: () => undefined })] as const),
   );
 
+  const concurrency = check ? 1 : (display.concurrency ?? 1);
   const runs = steps.map((step) => {
     let result: StepResult | undefined;
-    const rendererOptions: StepRendererTaskOptions = { outcome: () => result };
+    const rendererOptions: StepRendererTaskOptions = { outcome: () => result, turn: new Turn() };
     return {
       title: step.title,
       rendererOptions,
@@ -130,45 +140,55 @@ export async function runPipeline(
   });
 
   try {
-    if (display.silent) await runSilently(runs);
-    else await runListed(runs, check, log);
+    if (display.silent) await runSilently(steps, runs, concurrency);
+    else await runListed(steps, runs, { check, concurrency }, log);
   } catch {
     // Recorded in results; the caller reports the failure with the recap.
   }
+  const order = new Map(steps.map((step, index) => [step.id, index]));
+  results.sort((a, b) => order.get(a.id)! - order.get(b.id)!);
   const count = (status: string) => results.filter((r) => r.status === status).length;
   const recap = { ok: count('ok'), changed: count('changed'), skipped: count('skipped'), failed: count('failed') };
   return { results, recap, failed: recap.failed > 0 };
 }
 
-/** The step runs in order, the first failure ending the list (it is recorded in the results). */
-async function runSilently(runs: Array<{ run: (task: StepTask) => Promise<void> }>): Promise<void> {
+type StepRun = { title: string; rendererOptions: StepRendererTaskOptions; run: (task: StepTask) => Promise<void> };
+
+/** The step runs by their needs (schedule.ts), the first failure ending the list (it is recorded in the results). */
+async function runSilently(steps: readonly Step[], runs: readonly StepRun[], concurrency: number): Promise<void> {
   const interrupted = () => process.exit(127);
   process.once('SIGINT', interrupted);
   try {
-    for (const { run } of runs) await run({ title: '', output: '', skip: () => undefined });
+    await runByNeeds(steps, (index) => runs[index]!.run({ title: '', output: '', skip: () => undefined }), { concurrency });
   } finally {
     process.removeListener('SIGINT', interrupted);
   }
 }
 
-/** The step runs as a listr2 task list with the step renderers (loaded only for a list that is shown). */
-async function runListed(
-  runs: Array<{ title: string; rendererOptions: StepRendererTaskOptions; run: (task: StepTask) => Promise<void> }>,
-  check: boolean,
-  log: InstallContext['host']['log'],
-): Promise<void> {
+/**
+ * The step runs as a listr2 task list with the step renderers (loaded only for a list
+ * that is shown). listr2 starts every task at once; each hands over its task object and
+ * waits until the schedule (runByNeeds) has run its step. A step the schedule never
+ * started (an earlier failure ended the run) ends without a line (Turn.unreached).
+ */
+async function runListed(steps: readonly Step[], runs: readonly StepRun[], options: { check: boolean; concurrency: number }, log: InstallContext['host']['log']): Promise<void> {
   const [{ Listr }, { LineRelay, PlainRenderer, TerminalRenderer }] = await Promise.all([import('listr2'), import('./renderer.js')]);
-  const tasks: ListrTask[] = runs.map(({ title, rendererOptions, run }) => ({
+  const handed = runs.map(() => deferred<StepTask>());
+  const ended = runs.map(() => deferred<void>());
+  const tasks: ListrTask[] = runs.map(({ title, rendererOptions }, index) => ({
     title,
     rendererOptions,
     fallbackRendererOptions: rendererOptions,
-    task: (_, task) => run(task),
+    task: (_, task) => {
+      handed[index]!.resolve(task);
+      return ended[index]!.promise;
+    },
   }));
   const lines = new LineRelay();
-  const rendererOptions: StepRendererOptions = { check, lines };
+  const rendererOptions: StepRendererOptions = { check: options.check, lines };
   const listr = new Listr(tasks, {
-    concurrent: false,
-    exitOnError: true,
+    concurrent: true,
+    exitOnError: false,
     renderer: TerminalRenderer,
     rendererOptions,
     fallbackRenderer: PlainRenderer,
@@ -176,10 +196,47 @@ async function runListed(
     // listr2 asks whether stdout is a terminal; the lines go to stderr, so it must be one too.
     fallbackRendererCondition: () => !process.stderr.isTTY || process.env.TERM === 'dumb',
   });
+  const schedule = runByNeeds(
+    steps,
+    async (index) => {
+      const task = await handed[index]!.promise;
+      runs[index]!.rendererOptions.turn!.begin();
+      try {
+        await runs[index]!.run(task);
+        ended[index]!.resolve();
+      } catch (error) {
+        ended[index]!.reject(error);
+        throw error;
+      }
+    },
+    { concurrency: options.concurrency },
+  );
+  // The steps the schedule did not start: their tasks end, unshown, once it is over.
+  const over = schedule.finally(() => {
+    for (const [index, run] of runs.entries()) {
+      if (run.rendererOptions.outcome?.() !== undefined) continue;
+      run.rendererOptions.turn!.unreached = true;
+      ended[index]!.resolve();
+    }
+  });
   log.routeConsole((line) => lines.write(line));
   try {
     await listr.run();
   } finally {
     log.routeConsole(undefined);
   }
+  await over;
+}
+
+/** A promise with its resolve and reject (Promise.withResolvers, which Node 20's tests lack). */
+function deferred<T>(): { promise: Promise<T>; resolve: (value: T) => void; reject: (error: unknown) => void } {
+  let resolve!: (value: T) => void;
+  let reject!: (error: unknown) => void;
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  // A step's failure is the schedule's to report; listr2 sees it too, this copy must not be "unhandled".
+  promise.catch(() => undefined);
+  return { promise, resolve, reject };
 }

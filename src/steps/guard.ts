@@ -2,7 +2,7 @@ import { createHash } from '../host/crypto.js';
 import { realpathSync, statSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import { isSingleExecutable } from '../assets.js';
-import type { Change, Step } from '../pipeline/step.js';
+import { LOCKS, type Change, type Step } from '../pipeline/step.js';
 import { LAYOUT } from '../layout.js';
 import { renderTemplate } from '../render/template.js';
 import { ROOT_OWNER } from '../host/files.js';
@@ -49,7 +49,7 @@ export function guardCron(seed: string): DesiredFile {
 export const guardStep: Step = {
   id: 'guard',
   title: 'Gateway enforcer (guard script and hourly cron)',
-  needs: ['system-packages'],
+  needs: ['system-packages', LOCKS.systemUnits],
   writes: [GUARD_SCRIPT, GUARD_CRON, BINARY],
   async check({ host, answers }) {
     const changes: Change[] = [];

@@ -43,6 +43,7 @@ export function describeHolders(holders: Array<LockHolder & { lock: string }>): 
 export const packageLockStep: Step = {
   id: 'package-lock',
   title: 'Wait for the package manager lock',
+  needs: ['preflight'],
   speculative: false,
   async check(ctx) {
     const { host, options } = ctx;

@@ -84,7 +84,8 @@ export async function validateCandidate(host: Host, content: string): Promise<vo
 export const runtimeConfigStep: Step = {
   id: 'runtime-config',
   title: 'Runtime config (openclaw.json)',
-  needs: ['agent-runtime', 'context-engine', 'channel-plugin', 'runtime-secrets'],
+  // mcp: the token it writes was accepted by the tool server first.
+  needs: ['agent-runtime', 'context-engine', 'channel-plugin', 'runtime-secrets', 'mcp'],
   writes: [RUNTIME_DIR, RUNTIME_CONFIG],
   async check(ctx) {
     const { host } = ctx;

@@ -1,6 +1,6 @@
 import { Listr, type ListrTask } from 'listr2';
 import { describe, expect, it } from 'vitest';
-import { LineRelay, PROGRESS_EVERY_MS, PlainRenderer, TerminalRenderer, progressFraction, type StepRendererTaskOptions } from '../../src/pipeline/renderer.js';
+import { LineRelay, PROGRESS_EVERY_MS, PlainRenderer, TerminalRenderer, Turn, progressFraction, type StepRendererTaskOptions } from '../../src/pipeline/renderer.js';
 import type { StepResult } from '../../src/pipeline/step.js';
 
 /** Runs a real listr2 task list with one of our renderers, on a clock and timers the test moves. */
@@ -30,8 +30,9 @@ function harness(Renderer: typeof PlainRenderer | typeof TerminalRenderer, { col
       timers = timers.filter((t) => t.at > clock);
       for (const t of due) t.run();
     },
-    run: (tasks: ListrTask[]) =>
+    run: (tasks: ListrTask[], { concurrent = false } = {}) =>
       new Listr(tasks, {
+        concurrent,
         renderer: Renderer,
         rendererOptions: options,
         fallbackRenderer: Renderer,
@@ -231,6 +232,60 @@ describe('terminal renderer (listr2 primary renderer)', () => {
       if (saved === undefined) delete process.env.NO_COLOR;
       else process.env.NO_COLOR = saved;
     }
+  });
+});
+
+describe('steps at once (the runner starts every task; a Turn says when its step runs)', () => {
+  /** a and b run together (a begins b, as the schedule would); c waits for a turn that never comes. */
+  function together(h: ReturnType<typeof harness>, seen: string[]) {
+    const turns = { a: new Turn(), b: new Turn(), c: new Turn() };
+    let aDone!: () => void;
+    const aEnded = new Promise<void>((resolve) => (aDone = resolve));
+    const withTurn = (task: ListrTask, turn: Turn): ListrTask => {
+      const options = { ...(task.rendererOptions as StepRendererTaskOptions), turn };
+      return { ...task, rendererOptions: options, fallbackRendererOptions: options };
+    };
+    return [
+      withTurn(
+        stepTask(result('a', 'changed', { changes: [{ target: 'x', summary: 'create x' }] }), (task) => {
+          turns.a.begin();
+          task.output = 'npm ci: 40%';
+          turns.b.begin();
+          h.tick(2000);
+          // A log line redraws the live line under it.
+          h.lines.write('a log line');
+          seen.push(h.raw());
+          aDone();
+        }),
+        turns.a,
+      ),
+      withTurn(stepTask(result('b', 'ok'), () => aEnded), turns.b),
+      withTurn(
+        {
+          title: 'Step c',
+          task: async () => {
+            await aEnded;
+            turns.c.unreached = true;
+          },
+        },
+        turns.c,
+      ),
+    ];
+  }
+
+  it('terminal: the live line names each running step with its seconds, the first with its progress; a step never reached has no line', async () => {
+    const h = harness(TerminalRenderer);
+    const seen: string[] = [];
+    expect(await h.run(together(h, seen), { concurrent: true })).toBe('done');
+    expect(seen[0]).toContain('Step a: npm ci: 40% (2 s) · Step b (2 s)');
+    expect(h.raw()).not.toContain('Step c');
+    expect(h.shown()).toEqual(['a log line', '● Step a: changed (create x) 2.0 s', '✔ Step b: ok 2.0 s']);
+  });
+
+  it('plain: one line per step that ran, none for a step never reached', async () => {
+    const h = harness(PlainRenderer);
+    expect(await h.run(together(h, []), { concurrent: true })).toBe('done');
+    expect(h.plain()).toEqual(['Step a: ... npm ci: 40%', 'a log line', 'Step a: changed (create x)', 'Step b: ok']);
   });
 });
 

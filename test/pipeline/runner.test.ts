@@ -127,3 +127,66 @@ describe('runPipeline', () => {
     expect(process.listenerCount('SIGINT')).toBe(before);
   });
 });
+
+/** Steps that can only finish when run together: x's apply ends only after y's has (a serial run would never get there). */
+function together(calls: Calls, over: { failX?: boolean } = {}): Step[] {
+  let yApplied!: () => void;
+  const yDone = new Promise<void>((resolve) => (yApplied = resolve));
+  const changing = (id: string, needs: string[], apply: () => Promise<void>): Step => ({
+    id,
+    title: `Step ${id}`,
+    needs,
+    check: async () => ({ changes: [{ target: `/etc/${id}`, summary: `write /etc/${id}` }], notify: id === 'y' ? ['gateway-restart'] : [] }),
+    apply: async () => {
+      calls.push(`apply ${id}`);
+      await apply();
+      calls.push(`applied ${id}`);
+    },
+  });
+  return [
+    changing('p', [], async () => undefined),
+    changing('x', ['p'], async () => {
+      await yDone;
+      if (over.failX) throw new Error('x broke');
+    }),
+    changing('y', ['p'], async () => yApplied()),
+    {
+      ...changing('z', ['x', 'y'], async () => undefined),
+      // z acts on the notification y raised (what gateway-service does with the runtime's).
+      check: async (ctx) => ({ changes: [{ target: '/etc/z', summary: `restart: ${ctx.notified.has('gateway-restart')}` }] }),
+    },
+  ];
+}
+
+describe('runPipeline with steps at once (install without --serial)', () => {
+  for (const silent of [true, false]) {
+    it(`${silent ? 'silent' : 'shown'}: independent steps overlap, a step waits for its needs and their notifications, results keep the listed order`, async () => {
+      const calls: Calls = [];
+      const outcome = await runPipeline(together(calls), base(false), { silent, concurrency: 4 });
+      expect(calls).toEqual(['apply p', 'applied p', 'apply x', 'apply y', 'applied y', 'applied x', 'apply z', 'applied z']);
+      expect(shape(outcome).map((r) => `${r.id} ${r.status}`)).toEqual(['p changed', 'x changed', 'y changed', 'z changed']);
+      expect(outcome.results[3]!.changes[0]!.summary).toBe('restart: true');
+      const [p, x, y, z] = outcome.results;
+      // y ended before x although listed after it; z started once both had ended.
+      expect(y!.endMs!).toBeLessThanOrEqual(x!.endMs!);
+      expect(x!.startMs!).toBeGreaterThanOrEqual(p!.endMs!);
+      expect(z!.startMs!).toBeGreaterThanOrEqual(x!.endMs!);
+    });
+
+    it(`${silent ? 'silent' : 'shown'}: a failure lets the running step end, starts nothing after it, and reports what ran`, async () => {
+      const calls: Calls = [];
+      const outcome = await runPipeline(together(calls, { failX: true }), base(false), { silent, concurrency: 4 });
+      expect(shape(outcome).map((r) => `${r.id} ${r.status}`)).toEqual(['p changed', 'x failed', 'y changed']);
+      expect(outcome.results[1]!.error).toBe('x broke');
+      expect(calls).not.toContain('apply z');
+      expect(outcome.failed).toBe(true);
+    });
+  }
+
+  it('--check plans one step after the other in the listed order even when asked for steps at once', async () => {
+    const calls: Calls = [];
+    const outcome = await runPipeline(steps(calls), base(true), { silent: true, concurrency: 4 });
+    expect(shape(outcome).map((r) => `${r.id} ${r.status}`)).toEqual(['a ok', 'b changed', 'c skipped', 'd failed', 'e changed']);
+    expect(calls.filter((c) => !c.startsWith('check'))).toEqual([]);
+  });
+});
