@@ -129,7 +129,7 @@ export async function unpackNode(tarball: string, dest: string): Promise<void> {
 export const nodeRuntimeStep: Step = {
   id: 'node-runtime',
   title: 'Node.js for the agent runtime',
-  needs: ['preflight'],
+  needs: ['package-lock'],
   writes: [PROGRAMS_DIR, NODE_PREFIX, { type: 'programs', path: LAYOUT.nodePrefix, files: () => nodeFiles() }, NODE_STAMP],
   async check(ctx) {
     const want = ctx.components.node.version;

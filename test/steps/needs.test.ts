@@ -21,7 +21,7 @@ describe("the steps' needs (what a runner starting steps together must wait for)
 
   it('an unknown name, a later step and a circle are each named', () => {
     expect(needsProblems([step('a', ['nothing'])])).toEqual([`step a needs nothing, which is neither a step nor a lock (${Object.values(LOCKS).join(', ')})`]);
-    expect(needsProblems([step('a', ['b']), step('b')])).toEqual(['step a needs b, which runs after it', 'step b does not wait for a, the first step']);
+    expect(needsProblems([step('a', ['b']), step('b')])).toEqual(['step a needs b, which runs after it']);
     expect(needsProblems([step('a', ['a'])])).toEqual(['step a needs a, which runs as itself', 'the steps need each other in a circle: a -> a']);
     expect(needsProblems([step('a', ['c']), step('b', ['a']), step('c', ['b'])])).toEqual([
       'step a needs c, which runs after it',
@@ -30,8 +30,16 @@ describe("the steps' needs (what a runner starting steps together must wait for)
     expect(needsProblems([step('apt')])).toEqual(['step apt has the name of a lock']);
   });
 
-  it('a step that would start before the first step (preflight) has ended is named, directly or through what it needs', () => {
-    expect(needsProblems([step('first'), step('b', ['first']), step('c', ['b']), step('d', ['apt'])])).toEqual(['step d does not wait for first, the first step']);
-    expect(needsProblems([step('first'), step('b', ['first', 'apt']), step('c', ['b'])])).toEqual([]);
+  it('a step that would start before a barrier listed before it has ended is named; waiting through another step counts', () => {
+    const barrier = (id: string, needs: string[] = []): Step => ({ ...step(id, needs), barrier: true });
+    expect(needsProblems([barrier('first'), step('b', ['first']), step('c', ['b']), step('d', ['apt'])])).toEqual([
+      'step d does not wait for first, which every later step waits for (barrier)',
+    ]);
+    expect(needsProblems([barrier('first'), step('b', ['first', 'apt']), step('c', ['b'])])).toEqual([]);
+    expect(needsProblems([step('early'), barrier('gate'), step('late', ['early'])])).toEqual(['step late does not wait for gate, which every later step waits for (barrier)']);
+  });
+
+  it('preflight and the package manager lock are barriers: nothing changes on a refused server or while another installer runs', () => {
+    expect(installSteps().filter((s) => s.barrier).map((s) => s.id)).toEqual(['preflight', 'package-lock']);
   });
 });
