@@ -36,7 +36,8 @@ const BROWSER_SOURCES: WrittenFile = { path: CHROME_SOURCES, type: 'file', mode:
 export const browserStep: Step = {
   id: 'browser',
   title: 'Browser skill (headless browser)',
-  needs: ['preflight', 'package-lock', LOCKS.apt],
+  // system-packages: on Ubuntu apt fetches Google's repository over https (ca-certificates).
+  needs: ['preflight', 'package-lock', 'system-packages', LOCKS.apt],
   writes: [BROWSER_KEY, BROWSER_SOURCES],
   async skip({ host, components }) {
     const os = await readOs(host.files);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { needsProblems } from '../../src/pipeline/needs.js';
+import { neededBy, needsProblems } from '../../src/pipeline/needs.js';
 import { LOCKS, type Step } from '../../src/pipeline/step.js';
 import { installSteps } from '../../src/steps/index.js';
 
@@ -37,6 +37,16 @@ describe("the steps' needs (what a runner starting steps together must wait for)
     ]);
     expect(needsProblems([barrier('first'), step('b', ['first', 'apt']), step('c', ['b'])])).toEqual([]);
     expect(needsProblems([step('early'), barrier('gate'), step('late', ['early'])])).toEqual(['step late does not wait for gate, which every later step waits for (barrier)']);
+  });
+
+  it('what runs programs of the system packages waits for them (a parallel install found node-runtime without libatomic1)', () => {
+    const byId = new Map(installSteps().map((s) => [s.id, s]));
+    // Node needs libatomic1; apt's https repositories ca-certificates; openssl, cron and nftables are run by these.
+    for (const id of ['node-runtime', 'mesh-client', 'browser', 'channel-tls', 'channel-limits', 'guard', 'nginx-hardening']) {
+      expect(neededBy(installSteps(), id).has('system-packages'), id).toBe(true);
+      expect(byId.get(id)).toBeDefined();
+    }
+    for (const id of ['agent-runtime', 'memory', 'context-engine']) expect(neededBy(installSteps(), id).has('node-runtime'), id).toBe(true);
   });
 
   it('preflight and the package manager lock are barriers: nothing changes on a refused server or while another installer runs', () => {
