@@ -47,6 +47,10 @@ describe("the steps' needs (what a runner starting steps together must wait for)
       expect(byId.get(id)).toBeDefined();
     }
     for (const id of ['agent-runtime', 'memory', 'context-engine']) expect(neededBy(installSteps(), id).has('node-runtime'), id).toBe(true);
+    // root's user manager runs once gateway-service has turned on linger (a parallel e2e install found memory-index before it).
+    for (const id of installSteps().filter((s) => s.needs?.includes(LOCKS.userUnits) && s.id !== 'gateway-service').map((s) => s.id)) {
+      expect(neededBy(installSteps(), id).has('gateway-service'), id).toBe(true);
+    }
   });
 
   it('preflight and the package manager lock are barriers: nothing changes on a refused server or while another installer runs', () => {
