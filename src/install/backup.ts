@@ -155,7 +155,16 @@ export async function writeBackup(host: Host, options: BackupOptions = {}): Prom
         { gzip: true, cwd: host.paths.real('/'), portable: true, noDirRecurse: true, follow: false, strict: true, linkCache: new NoHardLinks() },
         plan.items.map((i) => i.path.slice(1)),
       );
-      for await (const chunk of pack as AsyncIterable<Buffer>) await out.write(chunk);
+      // An entry's error (a file that shrank while read) can come while the loop awaits
+      // the write, when the iterator listens for none: without this it is an unhandled
+      // 'error' event that ends the process.
+      let packError: Error | undefined;
+      (pack as unknown as NodeJS.EventEmitter).on('error', (error: Error) => (packError ??= error));
+      for await (const chunk of pack as AsyncIterable<Buffer>) {
+        if (packError) break;
+        await out.write(chunk);
+      }
+      if (packError) throw packError;
       await out.close();
     } catch (error) {
       await out.abort();

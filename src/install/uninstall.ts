@@ -13,6 +13,7 @@ import { removeChannelFirewall } from '../steps/channel-firewall.js';
 import { DEFAULT_SITE_FILE, DEFAULT_SITE_LINK, defaultSite, nginxIsOurs } from '../steps/nginx-hardening.js';
 import { keepBackupCopy, planBackup, writeBackup } from './backup.js';
 import { sweepLeftovers } from './leftovers.js';
+import { stopWriters } from './writers.js';
 import { FOOTPRINT, MANAGED_PLACES } from './footprint.js';
 
 export interface UninstallRequest {
@@ -153,7 +154,17 @@ async function uninstall(host: Host): Promise<UninstallResult> {
   let backup: string | undefined;
   let backupCopy: string | undefined;
   if ((await planBackup(host)).items.length > 0) {
-    const written = await writeBackup(host);
+    // The databases' writers stop first (as for reset and `backup now`): a gateway still
+    // answering a chat would change a WAL file while tar reads it. They stay stopped, as
+    // everything is removed next; a failed backup starts them again (nothing removed).
+    const writers = await stopWriters(host);
+    let written;
+    try {
+      written = await writeBackup(host);
+    } catch (error) {
+      await writers.resume();
+      throw error;
+    }
     backup = written.archive;
     backupCopy = await keepBackupCopy(host, written.archive);
     host.log.info(`backup written and verified: ${backup} (copy: ${backupCopy})`);

@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { LAYOUT } from '../../src/layout.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runBinary } from '../helpers/binary.js';
 import { jsonOutput } from '../helpers/json-schemas.js';
@@ -58,8 +59,14 @@ describe('uninstall', { timeout: 300_000 }, () => {
     expect(refused.stderr).toContain('--yes');
     expect(snapshotTree(sb.root)).toEqual(deployed);
 
+    sb.clearCalls();
     const r = await runBinary(['uninstall', '--yes', '--json'], { env: sb.env() });
     expect(r.exitCode, String(r.stderr)).toBe(0);
+    // The gateway (a writer of the databases) was stopped before the backup, not only disabled after it.
+    const unitCalls = sb.calls('systemctl').map((c) => c.args.join(' ')).filter((c) => c.includes(LAYOUT.gatewayUnit));
+    const stopAt = unitCalls.findIndex((c) => / stop /.test(` ${c} `));
+    expect(stopAt, unitCalls.join('\n')).toBeGreaterThanOrEqual(0);
+    expect(unitCalls.slice(0, stopAt).some((c) => c.includes('disable'))).toBe(false);
     const out = jsonOutput('uninstall', r.stdout);
     expect(out.backup).toMatch(/^\/tmp\/openclaw-backup-\d{8}-\d{6}\.tar\.gz$/);
     expect(out.backupCopy).toBe(`/var/backups/service-deploy/${path.basename(out.backup)}`);
