@@ -146,6 +146,9 @@ describe('the medians and verdicts', () => {
     expect(summary.verdicts.map((v) => v.ok)).toEqual([true, false, false, true]);
     const noFlag = summarize(runs, equal, { serialFlag: '', rounds: 1 });
     expect(noFlag.verdicts[1]).toMatchObject({ ok: undefined, detail: expect.stringContaining('no serial mode') });
+    const aa = summarize(runs, equal, { serialFlag: '--serial', concurrentFlag: '--serial', rounds: 1 });
+    expect(aa.verdicts.map((v) => v.ok)).toEqual([true, undefined, undefined, true]);
+    expect(aa.verdicts[1]!.detail).toContain('an A/A run');
     const failed = summarize([run(1, 'serial', 100_000), run(2, 'concurrent', 50_000, 50_000, { ok: false, exitCode: 1, failed: 'health' })], undefined, { serialFlag: '--serial', rounds: 1 });
     expect(failed.verdicts.map((v) => v.ok)).toEqual([false, undefined, undefined, undefined]);
     expect(failed.verdicts[0]!.detail).toBe('#2 concurrent: exit 1, failed at health');

@@ -13,7 +13,8 @@
 // (install-bench-report.ts): the install manifest, dpkg's packages, the system's and
 // root's user manager's unit files and units, the JSON result without its times.
 //
-// Prints one table and the verdicts; writes install-bench.json, install-bench.txt and
+// Prints one table and the verdicts; writes install-bench.json, install-bench.txt,
+// install-bench-states.json (each server's state as compared) and
 // the median runs' timelines (install-bench-concurrent.svg, install-bench-serial.svg)
 // to BENCH_OUT (default .cache/e2e of this checkout). Exit 1 when a verdict fails.
 import { execFileSync } from 'node:child_process';
@@ -58,6 +59,8 @@ const settings = {
   rounds: rounds(),
   out: path.resolve(process.env.BENCH_OUT ?? path.join(REPO, '.cache', 'e2e')),
   serialFlag: serialFlag(),
+  /** BENCH_CONCURRENT_FLAG=--serial: both modes serial, an A/A run that checks the bench itself (ratio near 1, servers alike). */
+  concurrentFlag: (process.env.BENCH_CONCURRENT_FLAG ?? '').trim(),
 };
 
 /**
@@ -191,7 +194,7 @@ interface Installed {
 }
 
 async function timedInstall(world: World, index: number, mode: Mode): Promise<Installed> {
-  const args = [ARGS, mode === 'serial' ? settings.serialFlag : ''].filter(Boolean).join(' ');
+  const args = [ARGS, mode === 'serial' ? settings.serialFlag : settings.concurrentFlag].filter(Boolean).join(' ');
   const watch = new BinaryStart(args);
   const load0 = os.loadavg()[0]!;
   // As World.installSh, with the boot-time clock read inside before and after the pipe.
@@ -225,7 +228,7 @@ exit $rc`;
   }
   const steps: TimedStep[] = (json?.steps ?? []).map(({ id, status, startMs, endMs, durationMs }: TimedStep) => ({ id, status, startMs, endMs, durationMs }));
   const drawn = installTimeline({ steps }, installSteps(), '');
-  const failed = steps.find((s) => s.status === 'failed')?.id;
+  const failedStep = (json?.steps ?? []).find((s: { status: string }) => s.status === 'failed') as { id: string; error?: string } | undefined;
   const run: BenchRun = {
     index,
     mode,
@@ -241,7 +244,7 @@ exit $rc`;
     steps,
     load: [load0, os.loadavg()[0]!],
     bootMs: world.timings.bootMs ?? 0,
-    ...(failed ? { failed } : {}),
+    ...(failedStep ? { failed: failedStep.id, error: world.masked(failedStep.error ?? '') } : result.exitCode !== 0 && !json ? { error: world.masked(result.stderr.trim().split('\n').slice(-3).join(' | ')) } : {}),
   };
   log(`#${index} ${mode}: exit ${run.exitCode} in ${seconds(run.wallMs)} (binary, ${wallFrom}; curl | bash ${seconds(run.pipeMs)}, steps ${seconds(run.pipelineMs)}), critical path ${seconds(run.criticalPath.ms)}: ${run.criticalPath.ids.join(' -> ')}`);
   return { run, json, stderr: result.stderr };
@@ -369,7 +372,7 @@ function seedAptCache(): void {
 }
 
 async function main(): Promise<number> {
-  log(`install bench: ${settings.rounds} round(s) of a serial and a concurrent fresh install on ${SUITE}, alternated; serial flag: ${settings.serialFlag || '(none: this binary has no serial mode; both run the default)'}; commit ${startCommit}; ${os.cpus().length} cores, load ${os.loadavg()[0]!.toFixed(1)}`);
+  log(`install bench: ${settings.rounds} round(s) of a serial and a concurrent fresh install on ${SUITE}, alternated; serial flag: ${settings.serialFlag || '(none: this binary has no serial mode; both run the default)'}${settings.concurrentFlag ? `; concurrent flag: ${settings.concurrentFlag} (BENCH_CONCURRENT_FLAG)` : ''}; commit ${startCommit}; ${os.cpus().length} cores, load ${os.loadavg()[0]!.toFixed(1)}`);
   seedAptCache();
   let secrets: Secrets | undefined;
   const order: Mode[] = Array.from({ length: settings.rounds }, () => ['serial', 'concurrent'] as Mode[]).flat();
@@ -388,8 +391,9 @@ async function main(): Promise<number> {
       const { run, json } = await timedInstall(world, i + 1, mode);
       runs.push(run);
       if (!run.ok) {
-        log(`#${run.index} ${mode} install failed (exit ${run.exitCode}${run.failed ? ` at ${run.failed}` : ''}); diagnostics (secrets masked):\n${await world.diagnostics()}`);
-        break;
+        // The next rounds still run: whether a failure comes back every time is part of the answer.
+        log(`#${run.index} ${mode} install failed (exit ${run.exitCode}${run.failed ? ` at ${run.failed}: ${run.error}` : ''}); diagnostics (secrets masked):\n${await world.diagnostics()}`);
+        continue;
       }
       await settle(world);
       states.push({ run, state: await serverState(world, json) });
@@ -403,10 +407,10 @@ async function main(): Promise<number> {
 }
 
 function report(): number {
-  const verdict: StateVerdict | undefined = states.some((s) => s.run.mode === 'serial') && states.some((s) => s.run.mode === 'concurrent') ? judgeStates(states) : undefined;
-  const summary = summarize(runs, verdict, { serialFlag: settings.serialFlag, rounds: settings.rounds });
+  const verdict: StateVerdict | undefined = states.some((s) => s.run.mode === 'serial') ? judgeStates(states) : undefined;
+  const summary = summarize(runs, verdict, { serialFlag: settings.serialFlag, concurrentFlag: settings.concurrentFlag, rounds: settings.rounds });
   const date = new Date(started).toISOString().slice(0, 10);
-  const subtitle = `install bench ${date}, commit ${startCommit}, Debian 12 (${SUITE}) e2e servers, ${os.cpus().length} cores; install.sh | bash -s -- ${ARGS} [${settings.serialFlag || 'no serial flag'}]; ${settings.rounds} round(s), alternated`;
+  const subtitle = `install bench ${date}, commit ${startCommit}, Debian 12 (${SUITE}) e2e servers, ${os.cpus().length} cores; install.sh | bash -s -- ${ARGS} [serial: ${settings.serialFlag || 'no flag'}; concurrent: ${settings.concurrentFlag || 'no flag'}]; ${settings.rounds} round(s), alternated`;
   const text = renderReport(runs, summary, verdict);
   fs.mkdirSync(settings.out, { recursive: true });
   const svgs: string[] = [];
@@ -435,9 +439,11 @@ function report(): number {
   };
   fs.writeFileSync(path.join(settings.out, 'install-bench.json'), JSON.stringify(doc, null, 1) + '\n');
   fs.writeFileSync(path.join(settings.out, 'install-bench.txt'), `${subtitle}\n\n${text}\n`);
+  // Each server's state as compared, to look into a difference afterwards.
+  fs.writeFileSync(path.join(settings.out, 'install-bench-states.json'), JSON.stringify(states.map(({ run, state }) => ({ index: run.index, mode: run.mode, ...state })), null, 1) + '\n');
   process.stdout.write(`\n${subtitle}\n\n${text}\n\n`);
   for (const note of notes) process.stdout.write(`note: ${note}\n`);
-  process.stdout.write(`written: ${path.join(settings.out, 'install-bench.json')}, install-bench.txt${svgs.length ? `, ${svgs.map((f) => path.basename(f)).join(', ')}` : ''} (the bench took ${seconds(Date.now() - started)})\n`);
+  process.stdout.write(`written: ${path.join(settings.out, 'install-bench.json')}, install-bench.txt, install-bench-states.json${svgs.length ? `, ${svgs.map((f) => path.basename(f)).join(', ')}` : ''} (the bench took ${seconds(Date.now() - started)})\n`);
   return summary.verdicts.every((v) => v.ok !== false) && !interrupted && runs.length > 0 ? 0 : 1;
 }
 
