@@ -6,7 +6,9 @@
 //
 // Each install is the first install of the e2e's server scenario with a JSON result:
 // `curl <setup>/install.sh | bash -s -- --json --channel [--serial]`, the answers from
-// the e2e's 0600 files (the same answers on every server). Its wall time runs from the
+// the e2e's 0600 files. One e2e stage and one set of stand-ins serve every server (the
+// same setup URL, apt repository, keys and answers), so two servers differ only by what
+// an install makes for itself. Its wall time runs from the
 // binary's start (its process's start time, read from /proc) to its exit (the end of
 // the pipe, read from the container's /proc/uptime: the same boot-time clock). Then,
 // once systemd has no job left, the server's state is read for the comparison
@@ -18,6 +20,7 @@
 // the median runs' timelines (install-bench-concurrent.svg, install-bench-serial.svg)
 // to BENCH_OUT (default .cache/e2e of this checkout). Exit 1 when a verdict fails.
 import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -26,7 +29,8 @@ import { installSteps } from '../../src/steps/index.js';
 import { REPO } from '../helpers/binary.js';
 import { budget, waitUntil } from '../helpers/budget.js';
 import { E2E_CACHE } from './artifacts.js';
-import { World, log, parseJson, seconds } from './harness.js';
+import type { Container } from './container.js';
+import { CUSTOMER, Stage, bootServer, envFile, keepServer, log, parseJson, seconds, shutdownServer, type BootedServer } from './harness.js';
 import {
   judgeStates,
   medianRun,
@@ -39,7 +43,8 @@ import {
   type ServerState,
   type StateVerdict,
 } from './install-bench-report.js';
-import type { Secrets } from './secrets.js';
+import { mask, type Secrets } from './secrets.js';
+import { startAiGateway, startMcp, type AiGateway, type McpServer } from './standins.js';
 
 const SUITE = 'bookworm' as const;
 /** Its own name: its apt download cache (apt-archives-bookworm-srv-bench) is its own, not the bookworm e2e job's, which may run meanwhile. */
@@ -185,6 +190,118 @@ class BinaryStart {
   }
 }
 
+// ---- the servers: one stage for all, a fresh container per install ----------------------
+
+/** What an install reaches from its server: the same for every server of the bench. */
+class Bench {
+  readonly stage = new Stage(SUITE);
+  /** The answers of every install (random per bench, never in argv: the 0600 answers.env). */
+  readonly secrets: Secrets;
+  ai!: AiGateway;
+  mcp!: McpServer;
+  private files: Parameters<typeof bootServer>[1]['files'] = [];
+  private extraCas = 0;
+  notes: string[] = [];
+
+  constructor() {
+    const hex = (n: number) => randomBytes(n).toString('hex');
+    this.secrets = { apiKey: `pkt_e2e_${hex(16)}`, meshAuthKey: `tskey-auth-e2e${hex(12)}`, mcpToken: `mcp_e2e_${hex(16)}` };
+  }
+
+  /**
+   * The e2e's stage (setup URL with dist/, Node tarball, stand-in packages, the mesh
+   * client's signed apt repository, egress proxy) and one AI gateway and MCP stand-in,
+   * shared by every server: the URLs, ports and keys an install writes into its files
+   * are then the same on each, and only what an install makes for itself differs.
+   */
+  async open(): Promise<void> {
+    await this.stage.open();
+    this.ai = await startAiGateway(() => this.secrets.apiKey!);
+    this.mcp = await startMcp(() => this.secrets.mcpToken!);
+    const common = this.stage.containerFiles();
+    this.extraCas = common.extraCas;
+    if (common.nodeExtraCa) this.notes.push(`the machine's extra CA certificates (${common.extraCas} in /usr/local/share/ca-certificates) are trusted in the containers too`);
+    const answers = { SERVICE_CUSTOMER_NAME: CUSTOMER, SERVICE_API_KEY: this.secrets.apiKey!, SERVICE_MESH_AUTH_KEY: this.secrets.meshAuthKey!, SERVICE_MCP_TOKEN: this.secrets.mcpToken! };
+    this.files = [
+      ...common.files,
+      { path: '/root/e2e/sources.env', content: envFile(this.stage.sources(this.ai, this.mcp)), mode: 0o600 },
+      { path: '/root/e2e/answers.env', content: envFile(answers), mode: 0o600 },
+    ];
+  }
+
+  /** A fresh server: the cached root unpacked anew, booted, with the stage's files (as World.open). */
+  async boot(): Promise<Server> {
+    const server = await bootServer(this.stage, {
+      suite: SUITE,
+      hostname: HOSTNAME,
+      files: this.files,
+      forwardUrls: [this.stage.setup.url, this.stage.apt.url, this.ai.url, this.mcp.url],
+    });
+    try {
+      if (this.extraCas > 0) await server.container.ok('update-ca-certificates >/dev/null 2>&1', { timeoutMs: 60_000 });
+    } catch (error) {
+      await shutdownServer(server);
+      throw error;
+    }
+    log(`${HOSTNAME} booted in ${seconds(server.bootMs)} (init pid ${server.container.initPid}, root ${server.container.root}${server.net ? `, ${server.net.netns} ${server.net.address}` : ''})`);
+    return new Server(server, (text) => this.masked(text));
+  }
+
+  masked(text: string): string {
+    let out = text;
+    for (const [name, value] of Object.entries(this.secrets)) if (value.length >= 8) out = out.split(value).join(mask(name, value));
+    return out;
+  }
+
+  async close(): Promise<void> {
+    await this.ai?.close().catch(() => undefined);
+    await this.mcp?.close().catch(() => undefined);
+    await this.stage.close();
+    this.notes.push(...this.stage.notes);
+  }
+}
+
+/** One booted server of the bench. */
+class Server {
+  private closing: Promise<void> | undefined;
+
+  constructor(
+    readonly booted: BootedServer,
+    readonly masked: (text: string) => string,
+  ) {}
+
+  get container(): Container {
+    return this.booted.container;
+  }
+
+  get bootMs(): number {
+    return this.booted.bootMs;
+  }
+
+  /** The server's address as the host reaches it (in the channel's URL and certificate). */
+  get address(): string {
+    return this.booted.net?.address ?? '127.0.0.1';
+  }
+
+  /** The end of the install log, secrets masked. */
+  async diagnostics(): Promise<string> {
+    const r = await this.container.sh('tail -n 60 /var/log/service-deploy/install.log 2>&1; systemctl --failed --no-legend 2>&1', { timeoutMs: 30_000 });
+    return this.masked(`${r.stdout}${r.stderr}`).slice(-8000);
+  }
+
+  /** Powers it off and removes it, once (the signal handler and the run may both ask); E2E_KEEP=1 keeps it (harness.ts). */
+  close(): Promise<void> {
+    return (this.closing ??= (async () => {
+      if (process.env.E2E_KEEP === '1') {
+        await this.booted.forwarder?.close().catch(() => undefined);
+        for (const line of keepServer(this.booted)) log(line);
+        return;
+      }
+      await shutdownServer(this.booted);
+    })());
+  }
+}
+
 // ---- one install on a fresh server ------------------------------------------------------
 
 interface Installed {
@@ -193,7 +310,7 @@ interface Installed {
   stderr: string;
 }
 
-async function timedInstall(world: World, index: number, mode: Mode): Promise<Installed> {
+async function timedInstall(srv: Server, index: number, mode: Mode): Promise<Installed> {
   const args = [ARGS, mode === 'serial' ? settings.serialFlag : settings.concurrentFlag].filter(Boolean).join(' ');
   const watch = new BinaryStart(args);
   const load0 = os.loadavg()[0]!;
@@ -209,7 +326,7 @@ exit $rc`;
   log(`#${index} ${mode}: install.sh | bash -s -- ${args}`);
   let result;
   try {
-    result = await world.container.sh(script, { timeoutMs: budget(30 * 60_000) });
+    result = await srv.container.sh(script, { timeoutMs: budget(30 * 60_000) });
   } finally {
     watch.stop();
   }
@@ -243,20 +360,20 @@ exit $rc`;
     criticalPath: drawn.critical,
     steps,
     load: [load0, os.loadavg()[0]!],
-    bootMs: world.timings.bootMs ?? 0,
-    ...(failedStep ? { failed: failedStep.id, error: world.masked(failedStep.error ?? '') } : result.exitCode !== 0 && !json ? { error: world.masked(result.stderr.trim().split('\n').slice(-3).join(' | ')) } : {}),
+    bootMs: srv.bootMs,
+    ...(failedStep ? { failed: failedStep.id, error: srv.masked(failedStep.error ?? '') } : result.exitCode !== 0 && !json ? { error: srv.masked(result.stderr.trim().split('\n').slice(-3).join(' | ')) } : {}),
   };
   log(`#${index} ${mode}: exit ${run.exitCode} in ${seconds(run.wallMs)} (binary, ${wallFrom}; curl | bash ${seconds(run.pipeMs)}, steps ${seconds(run.pipelineMs)}), critical path ${seconds(run.criticalPath.ms)}: ${run.criticalPath.ids.join(' -> ')}`);
   return { run, json, stderr: result.stderr };
 }
 
 /** Until neither systemd nor root's user manager has a job queued (units starting after the install). */
-async function settle(world: World): Promise<void> {
+async function settle(srv: Server): Promise<void> {
   let last = '';
   await waitUntil(
     "the system's and root's user manager's jobs to end",
     async () => {
-      const r = await world.container.sh(`systemctl list-jobs --no-legend --no-pager 2>&1; ${USER_ENV} systemctl --user list-jobs --no-legend --no-pager 2>&1`, { timeoutMs: 30_000 });
+      const r = await srv.container.sh(`systemctl list-jobs --no-legend --no-pager 2>&1; ${USER_ENV} systemctl --user list-jobs --no-legend --no-pager 2>&1`, { timeoutMs: 30_000 });
       last = r.stdout.trim();
       return !/^\s*\d+\s/m.test(r.stdout);
     },
@@ -265,10 +382,10 @@ async function settle(world: World): Promise<void> {
 }
 
 /** `dpkg-query -W`, the unit files and units of the system and root's user manager, the manifest, the result without times. */
-async function serverState(world: World, json: unknown): Promise<ServerState> {
+async function serverState(srv: Server, json: unknown): Promise<ServerState> {
   const listFiles = 'list-unit-files --no-legend --plain --no-pager';
   const listUnits = 'list-units --all --no-legend --plain --no-pager --type=service,socket,timer,path,target';
-  const out = await world.container.ok(
+  const out = await srv.container.ok(
     [
       `echo '### packages'; dpkg-query -W -f='\${binary:Package}\\t\${Version}\\t\${db:Status-Abbrev}\\n'`,
       `echo '### system unit-files'; systemctl ${listFiles}`,
@@ -303,7 +420,7 @@ async function serverState(world: World, json: unknown): Promise<ServerState> {
       units[`${scope} ${fields[0]}`] = fields[2] ?? '';
     }
   }
-  const manifestText = fs.readFileSync(world.container.hostPath('/var/lib/service-deploy/manifest.json'), 'utf8');
+  const manifestText = fs.readFileSync(srv.container.hostPath('/var/lib/service-deploy/manifest.json'), 'utf8');
   const manifest: ManifestItem[] = JSON.parse(manifestText).entries.map((e: ManifestItem) => ({
     path: e.path,
     type: e.type,
@@ -314,7 +431,7 @@ async function serverState(world: World, json: unknown): Promise<ServerState> {
     ...(e.sha256 !== undefined ? { sha256: e.sha256 } : {}),
     ...(e.target !== undefined ? { target: e.target } : {}),
   }));
-  return { manifest, packages, unitFiles, units, result: normalizeResult(json, { [world.address]: '<server address>' }) };
+  return { manifest, packages, unitFiles, units, result: normalizeResult(json, { [srv.address]: '<server address>' }) };
 }
 
 // ---- the run -----------------------------------------------------------------------------
@@ -324,22 +441,19 @@ const runs: BenchRun[] = [];
 const states: Array<{ run: BenchRun; state: ServerState }> = [];
 const started = Date.now();
 const startCommit = commit();
-/** Closes the server in use, once (the signal handler and the run's own finally may both ask). */
-let closeCurrent: (() => Promise<void>) | undefined;
+let bench: Bench | undefined;
+let server: Server | undefined;
 let interrupted = false;
-let masked = (text: string) => text;
-
-function closer(world: World): () => Promise<void> {
-  let closing: Promise<void> | undefined;
-  return () => (closing ??= world.close());
-}
 
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.on(signal, () => {
     if (interrupted) return;
     interrupted = true;
-    log(`${signal}: stopping; the server in use is removed`);
-    void (closeCurrent?.() ?? Promise.resolve()).finally(() => process.exit(130));
+    log(`${signal}: stopping; the server in use and the stand-ins are removed`);
+    void (async () => {
+      await server?.close().catch(() => undefined);
+      await bench?.close().catch(() => undefined);
+    })().finally(() => process.exit(130));
   });
 }
 
@@ -374,34 +488,31 @@ function seedAptCache(): void {
 async function main(): Promise<number> {
   log(`install bench: ${settings.rounds} round(s) of a serial and a concurrent fresh install on ${SUITE}, alternated; serial flag: ${settings.serialFlag || '(none: this binary has no serial mode; both run the default)'}${settings.concurrentFlag ? `; concurrent flag: ${settings.concurrentFlag} (BENCH_CONCURRENT_FLAG)` : ''}; commit ${startCommit}; ${os.cpus().length} cores, load ${os.loadavg()[0]!.toFixed(1)}`);
   seedAptCache();
-  let secrets: Secrets | undefined;
-  const order: Mode[] = Array.from({ length: settings.rounds }, () => ['serial', 'concurrent'] as Mode[]).flat();
-  for (const [i, mode] of order.entries()) {
-    if (interrupted) break;
-    const world = new World({ suite: SUITE, hostname: HOSTNAME });
-    // The same answers on every server (the stand-ins read them from the world).
-    if (secrets) world.secrets = { ...secrets };
-    else secrets = { ...world.secrets };
-    masked = (text) => world.masked(text);
-    const close = (closeCurrent = closer(world));
-    try {
-      await world.open();
-      // The e2e's argv watch reads /proc ten times a second: not while timing.
-      world.argv.stop();
-      const { run, json } = await timedInstall(world, i + 1, mode);
-      runs.push(run);
-      if (!run.ok) {
-        // The next rounds still run: whether a failure comes back every time is part of the answer.
-        log(`#${run.index} ${mode} install failed (exit ${run.exitCode}${run.failed ? ` at ${run.failed}: ${run.error}` : ''}); diagnostics (secrets masked):\n${await world.diagnostics()}`);
-        continue;
+  bench = new Bench();
+  try {
+    await bench.open();
+    const order: Mode[] = Array.from({ length: settings.rounds }, () => ['serial', 'concurrent'] as Mode[]).flat();
+    for (const [i, mode] of order.entries()) {
+      if (interrupted) break;
+      const booted = (server = await bench.boot());
+      try {
+        const { run, json } = await timedInstall(booted, i + 1, mode);
+        runs.push(run);
+        if (!run.ok) {
+          // The next rounds still run: whether a failure comes back every time is part of the answer.
+          log(`#${run.index} ${mode} install failed (exit ${run.exitCode}${run.failed ? ` at ${run.failed}: ${run.error}` : ''}); the install log's end (secrets masked):\n${await booted.diagnostics()}`);
+          continue;
+        }
+        await settle(booted);
+        states.push({ run, state: await serverState(booted, json) });
+      } finally {
+        await booted.close();
+        server = undefined;
       }
-      await settle(world);
-      states.push({ run, state: await serverState(world, json) });
-    } finally {
-      await close();
-      closeCurrent = undefined;
-      for (const note of world.notes) if (!notes.includes(note)) notes.push(note);
     }
+  } finally {
+    await bench.close();
+    for (const note of bench.notes) if (!notes.includes(note)) notes.push(note);
   }
   return report();
 }
@@ -451,7 +562,8 @@ let code = 1;
 try {
   code = await main();
 } catch (error) {
-  log(`install bench failed: ${masked((error as Error).stack ?? String(error))}`);
+  const text = (error as Error).stack ?? String(error);
+  log(`install bench failed: ${bench ? bench.masked(text) : text}`);
   if (runs.length > 0) report();
 }
 process.exit(code);
