@@ -49,6 +49,12 @@ export interface ManifestItem {
   secret: boolean;
   sha256?: string;
   target?: string;
+  /**
+   * A certificate the install makes on each server (a new key pair: the channel's) is
+   * compared by what it says instead of its hash: subject, issuer, names, key type and
+   * lifetime (certificateShape in install-bench.ts).
+   */
+  certificate?: string;
 }
 
 /** What the comparison reads of a server right after its install (install-bench.ts collects it). */
@@ -144,7 +150,8 @@ function diffMaps(part: Part, left: Record<string, string>, right: Record<string
 /**
  * The manifest as a set of (path, type, mode, uid, gid) plus a link's target and
  * whether the entry is secret, by path; and the SHA-256 where neither entry is secret
- * (a secret file holds what each install makes for itself: tokens, keys).
+ * (a secret file holds what each install makes for itself: tokens, keys), or for a
+ * certificate made on the server, what it says.
  */
 function manifestDiff(left: readonly ManifestItem[], right: readonly ManifestItem[]): Difference[] {
   const shape = (e: ManifestItem) => `${e.type} ${e.mode} ${e.uid}:${e.gid}${e.secret ? ' secret' : ''}${e.target !== undefined ? ` -> ${e.target}` : ''}`;
@@ -158,7 +165,9 @@ function manifestDiff(left: readonly ManifestItem[], right: readonly ManifestIte
       out.push({ part: 'manifest', key: p, left: a ? shape(a) : '(absent)', right: b ? shape(b) : '(absent)' });
       continue;
     }
-    if (!a.secret && !b.secret && (a.sha256 ?? '') !== (b.sha256 ?? '')) out.push({ part: 'manifest', key: `${p} sha256`, left: a.sha256 ?? '(none)', right: b.sha256 ?? '(none)' });
+    if (a.certificate !== undefined || b.certificate !== undefined) {
+      if (a.certificate !== b.certificate) out.push({ part: 'manifest', key: `${p} certificate`, left: a.certificate ?? '(not one)', right: b.certificate ?? '(not one)' });
+    } else if (!a.secret && !b.secret && (a.sha256 ?? '') !== (b.sha256 ?? '')) out.push({ part: 'manifest', key: `${p} sha256`, left: a.sha256 ?? '(none)', right: b.sha256 ?? '(none)' });
   }
   return out;
 }

@@ -76,6 +76,12 @@ describe('the state comparison', () => {
     expect(compareStates(a, c)).toEqual([{ part: 'manifest', key: '/root/.openclaw/channel.env', left: '0600 0:0 secret'.replace(/^/, 'file '), right: 'file 0640 0:0 secret' }]);
   });
 
+  it('compares a certificate made on each server by what it says, not its hash', () => {
+    const crt = (sha: string, certificate: string) => state({ manifest: [{ path: '/etc/service-deploy/tls/channel.crt', type: 'file', mode: '0644', uid: 0, gid: 0, secret: false, sha256: sha.repeat(64), certificate }] });
+    expect(compareStates(crt('1', 'subject CN=srv; 825 days'), crt('2', 'subject CN=srv; 825 days'))).toEqual([]);
+    expect(compareStates(crt('1', 'subject CN=srv; 825 days'), crt('1', 'subject CN=srv; 30 days'))).toEqual([{ part: 'manifest', key: '/etc/service-deploy/tls/channel.crt certificate', left: 'subject CN=srv; 825 days', right: 'subject CN=srv; 30 days' }]);
+  });
+
   it('names a missing path, package, unit file state, unit state and result field', () => {
     const a = state();
     const b = state({

@@ -20,7 +20,7 @@
 // the median runs' timelines (install-bench-concurrent.svg, install-bench-serial.svg)
 // to BENCH_OUT (default .cache/e2e of this checkout). Exit 1 when a verdict fails.
 import { execFileSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { X509Certificate, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -421,17 +421,42 @@ async function serverState(srv: Server, json: unknown): Promise<ServerState> {
     }
   }
   const manifestText = fs.readFileSync(srv.container.hostPath('/var/lib/service-deploy/manifest.json'), 'utf8');
-  const manifest: ManifestItem[] = JSON.parse(manifestText).entries.map((e: ManifestItem) => ({
-    path: e.path,
-    type: e.type,
-    mode: e.mode,
-    uid: e.uid,
-    gid: e.gid,
-    secret: e.secret,
-    ...(e.sha256 !== undefined ? { sha256: e.sha256 } : {}),
-    ...(e.target !== undefined ? { target: e.target } : {}),
-  }));
-  return { manifest, packages, unitFiles, units, result: normalizeResult(json, { [srv.address]: '<server address>' }) };
+  const address = { [srv.address]: '<server address>' };
+  const manifest: ManifestItem[] = JSON.parse(manifestText).entries.map((e: ManifestItem) => {
+    const certificate = e.type === 'file' && !e.secret && /\.(crt|pem)$/.test(e.path) ? certificateShape(srv.container.hostPath(e.path), address) : undefined;
+    return {
+      path: e.path,
+      type: e.type,
+      mode: e.mode,
+      uid: e.uid,
+      gid: e.gid,
+      secret: e.secret,
+      ...(e.sha256 !== undefined ? { sha256: e.sha256 } : {}),
+      ...(e.target !== undefined ? { target: e.target } : {}),
+      ...(certificate !== undefined ? { certificate } : {}),
+    };
+  });
+  return { manifest, packages, unitFiles, units, result: normalizeResult(json, address) };
+}
+
+/**
+ * What a certificate file says, without what is new on each server (its key, serial,
+ * dates, signature): subject, issuer, names, CA flag, key type and size, lifetime in
+ * days; the server's address replaced by a name. Undefined when the file holds no
+ * certificate (it is then compared by its hash).
+ */
+function certificateShape(file: string, replace: Record<string, string>): string | undefined {
+  let cert: X509Certificate;
+  try {
+    cert = new X509Certificate(fs.readFileSync(file));
+  } catch {
+    return undefined;
+  }
+  const key = cert.publicKey.asymmetricKeyDetails ?? {};
+  const days = Math.round((Date.parse(cert.validTo) - Date.parse(cert.validFrom)) / 86_400_000);
+  let text = `subject ${cert.subject.replace(/\n/g, ', ')}; issuer ${cert.issuer.replace(/\n/g, ', ')}; names ${cert.subjectAltName ?? '-'}; ca ${cert.ca}; key ${cert.publicKey.asymmetricKeyType} ${key.namedCurve ?? key.modulusLength ?? ''}; ${days} days`;
+  for (const [from, to] of Object.entries(replace)) text = text.split(from).join(to);
+  return text;
 }
 
 // ---- the run -----------------------------------------------------------------------------
