@@ -3,8 +3,8 @@ import { LOCKS, type Step } from './step.js';
 /**
  * What is wrong with the steps' `needs` (Step.needs): a name that is neither a step of
  * the list nor a lock, a step that needs itself or a later step, a cycle, a step that
- * does not wait (directly or through what it needs) for the first step, which says
- * whether the server can take the install at all. Empty when a runner can start each
+ * does not wait (directly or through what it needs) for a barrier listed before it
+ * (Step.barrier: whether the install may change anything). Empty when a runner can start each
  * step once everything it needs is done (the listed order is one such order).
  */
 export function needsProblems(steps: readonly Step[]): string[] {
@@ -22,9 +22,11 @@ export function needsProblems(steps: readonly Step[]): string[] {
   const cycle = findCycle(steps);
   if (cycle) problems.push(`the steps need each other in a circle: ${cycle.join(' -> ')}`);
   else {
-    const first = steps[0]?.id;
-    for (const step of steps.slice(1)) {
-      if (first !== undefined && !neededBy(steps, step.id).has(first)) problems.push(`step ${step.id} does not wait for ${first}, the first step`);
+    for (const [index, barrier] of steps.entries()) {
+      if (!barrier.barrier) continue;
+      for (const step of steps.slice(index + 1)) {
+        if (!neededBy(steps, step.id).has(barrier.id)) problems.push(`step ${step.id} does not wait for ${barrier.id}, which every later step waits for (barrier)`);
+      }
     }
   }
   return problems;

@@ -172,14 +172,17 @@ async function runSilently(steps: readonly Step[], runs: readonly StepRun[], con
  * started (an earlier failure ended the run) ends without a line (Turn.unreached).
  */
 async function runListed(steps: readonly Step[], runs: readonly StepRun[], options: { check: boolean; concurrency: number }, log: InstallContext['host']['log']): Promise<void> {
-  const [{ Listr }, { LineRelay, PlainRenderer, TerminalRenderer }] = await Promise.all([import('listr2'), import('./renderer.js')]);
+  const [{ Listr, ListrTaskEventType }, { LineRelay, PlainRenderer, TerminalRenderer }] = await Promise.all([import('listr2'), import('./renderer.js')]);
   const handed = runs.map(() => deferred<StepTask>());
   const ended = runs.map(() => deferred<void>());
+  const closed = runs.map(() => deferred<void>());
   const tasks: ListrTask[] = runs.map(({ title, rendererOptions }, index) => ({
     title,
     rendererOptions,
     fallbackRendererOptions: rendererOptions,
     task: (_, task) => {
+      // listr2's last event for the task, after the renderer has said its outcome.
+      task.task.once(ListrTaskEventType.CLOSED, () => closed[index]!.resolve());
       handed[index]!.resolve(task);
       return ended[index]!.promise;
     },
@@ -201,13 +204,17 @@ async function runListed(steps: readonly Step[], runs: readonly StepRun[], optio
     async (index) => {
       const task = await handed[index]!.promise;
       runs[index]!.rendererOptions.turn!.begin();
+      // A step counts as ended once its line is out, so a step's line always comes
+      // after the lines of the steps it needs.
       try {
         await runs[index]!.run(task);
         ended[index]!.resolve();
       } catch (error) {
         ended[index]!.reject(error);
+        await closed[index]!.promise;
         throw error;
       }
+      await closed[index]!.promise;
     },
     { concurrency: options.concurrency },
   );

@@ -78,11 +78,18 @@ export interface Step {
   /**
    * What must be done before it runs (pipeline/needs.ts): the steps whose result it
    * uses or whose notifications it acts on, by id (a skipped step counts as done), and
-   * the locks it takes (LOCKS), which no two steps hold at once. The runner runs the
-   * steps in their listed order; the declarations say what a runner that starts steps
-   * together must wait for.
+   * the locks it takes (LOCKS), which no two steps hold at once. The runner starts a step
+   * once these have ended and are free (schedule.ts), several at once; `--serial` runs
+   * them in their listed order, which these declarations must agree with.
    */
   needs?: readonly string[];
+  /**
+   * Every later step waits for this one, directly or through its needs (needs.ts checks
+   * it): it decides whether the install may change anything at all (preflight: the
+   * server can take it; package-lock: no other installer runs), so a refusal or a lock
+   * timeout leaves the server as it was.
+   */
+  barrier?: true;
   /**
    * false when check() waits or polls (lock wait, health probe): it then runs only in
    * its turn. Other checks are read-only and start together (see runPipeline).

@@ -16,7 +16,7 @@ async function storedAnswersFile(host: Host, answers: InstallContext['answers'])
 export const answersStateStep: Step = {
   id: 'answers',
   title: 'Save the answers for the next run',
-  needs: ['preflight'],
+  needs: ['package-lock'],
   writes: [ANSWERS_FILE],
   async check({ host, answers }) {
     const desired = await storedAnswersFile(host, answers);

@@ -241,7 +241,7 @@ interface PortPlan {
 export const channelPortStep: Step = {
   id: 'channel-port',
   title: `Port ${CHANNEL_PORT}/tcp open in ufw/firewalld where active`,
-  needs: ['preflight'],
+  needs: ['package-lock'],
   writes: [PORT_STATE],
   skip: (ctx) => (ctx.options.channel ? undefined : SKIP_REASON),
   async check({ host }) {

@@ -116,7 +116,7 @@ async function desiredChannelEnv(ctx: InstallContext): Promise<DesiredFile> {
 export const channelEnvStep: Step = {
   id: 'channel-env',
   title: 'Channel secrets (channel.env)',
-  needs: ['preflight'],
+  needs: ['package-lock'],
   skip: skipUnlessChannel,
   writes: [CHANNEL_ENV],
   async check(ctx) {
@@ -169,7 +169,7 @@ export function channelDropInFile(): DesiredFile {
 export const channelDropInStep: Step = {
   id: 'channel-drop-in',
   title: 'Gateway drop-in loading channel.env (service-env.conf)',
-  needs: ['preflight'],
+  needs: ['package-lock'],
   skip: skipUnlessChannel,
   writes: [GATEWAY_DROP_IN_DIR, CHANNEL_DROP_IN],
   async check({ host }) {

@@ -67,7 +67,7 @@ export function rejectedTokenMessage(verdict: { http: number }, profile: Service
 export const mcpStep: Step = {
   id: 'mcp',
   title: "Tool server (the service's MCP)",
-  needs: ['preflight'],
+  needs: ['package-lock'],
   async check({ host, profile, answers }) {
     const verdict = await mcpTokenVerdict(host, profile, answers.mcpToken);
     if (verdict.status === 'rejected') {

@@ -125,7 +125,8 @@ function qmd(host: Host, args: string[]) {
 export const memoryIndexStep: Step = {
   id: 'memory-index',
   title: 'Memory index (QMD collection over the memory files, refresh timer)',
-  needs: ['memory', 'runtime-config', LOCKS.userUnits],
+  // gateway-service: it turns on linger and waits for root's user manager, whose units these are.
+  needs: ['memory', 'runtime-config', 'gateway-service', LOCKS.userUnits],
   writes: [REFRESH_SCRIPT, REFRESH_SERVICE, REFRESH_TIMER, ...MEMORY_FOLDERS, QMD_CACHE_DIR, QMD_CONFIG_DIR, QMD_INDEX, REFRESH_STAMP],
   async check({ host }) {
     const changes: Change[] = [];

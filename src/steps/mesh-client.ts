@@ -99,7 +99,8 @@ interface MeshPlan {
 export const meshClientStep: Step = {
   id: 'mesh-client',
   title: 'Private mesh network client',
-  needs: ['preflight', 'package-lock', LOCKS.apt],
+  // system-packages: apt fetches its repository over https (ca-certificates).
+  needs: ['preflight', 'package-lock', 'system-packages', LOCKS.apt],
   writes: [KEYRINGS_DIR, MESH_KEYRING, MESH_SOURCES, RUN_DIR, MESH_AUTH_KEY],
   async check({ host, answers }) {
     const [status, repoDamage] = await Promise.all([meshStatus(host), installedFilesProblem(host, [], [KEYRING, SOURCES])]);

@@ -129,7 +129,8 @@ export async function unpackNode(tarball: string, dest: string): Promise<void> {
 export const nodeRuntimeStep: Step = {
   id: 'node-runtime',
   title: 'Node.js for the agent runtime',
-  needs: ['preflight'],
+  // system-packages: Node 26 loads libatomic.so.1 (libatomic1), which a minimal server lacks.
+  needs: ['system-packages'],
   writes: [PROGRAMS_DIR, NODE_PREFIX, { type: 'programs', path: LAYOUT.nodePrefix, files: () => nodeFiles() }, NODE_STAMP],
   async check(ctx) {
     const want = ctx.components.node.version;

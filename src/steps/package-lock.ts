@@ -44,6 +44,8 @@ export const packageLockStep: Step = {
   id: 'package-lock',
   title: 'Wait for the package manager lock',
   needs: ['preflight'],
+  // Nothing is installed while another installer runs: a timeout leaves the server as it was.
+  barrier: true,
   speculative: false,
   async check(ctx) {
     const { host, options } = ctx;

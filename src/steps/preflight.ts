@@ -33,6 +33,7 @@ const OUR_LISTENERS = /openclaw|node|nginx/;
 export const preflightStep: Step = {
   id: 'preflight',
   title: 'Preflight checks',
+  barrier: true,
   async check({ host, profile, answers, components }) {
     const problems: string[] = [];
     // The questions go out together (getconf, ss, the MCP server): one wait, not three.

@@ -76,7 +76,7 @@ export async function applyRuntimeSecrets(host: Host, plan: RuntimeSecretsPlan):
 export const runtimeSecretsStep: Step = {
   id: 'runtime-secrets',
   title: "Gateway secret source (referenced by openclaw.json)",
-  needs: ['preflight'],
+  needs: ['package-lock'],
   writes: [SECRETS_DIR, SECRETS_FILE, SECRETS_ENV],
   async check({ host, answers }) {
     const plan = await planRuntimeSecrets(host, answers);

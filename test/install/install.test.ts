@@ -57,20 +57,26 @@ describe('install in a sandbox root', () => {
     expect(out.recap.failed).toBe(0);
     // Every step of the registry, in its order (steps/index.ts).
     expect(out.steps.map((s: { id: string }) => s.id)).toEqual(installSteps().map((s) => s.id));
-    // Each step that ran has its start and end (ms since the steps began), one after the
-    // other as they run in order, within the run's own duration; a skipped one has neither.
-    let previousEnd = 0;
-    for (const s of out.steps as Array<{ id: string; status: string; durationMs: number; startMs?: number; endMs?: number }>) {
+    // Each step that ran has its start and end (ms since the steps began), after the
+    // steps it needs ended (they run several at once: schedule.ts), within the run's own
+    // duration; a skipped one has neither.
+    const steps = out.steps as Array<{ id: string; status: string; durationMs: number; startMs?: number; endMs?: number }>;
+    const byId = new Map(steps.map((s) => [s.id, s]));
+    let lastEnd = 0;
+    for (const s of steps) {
       if (s.status === 'skipped') {
         expect([s.startMs, s.endMs], s.id).toEqual([undefined, undefined]);
         continue;
       }
-      expect(s.startMs, s.id).toBeGreaterThanOrEqual(previousEnd);
+      for (const need of installSteps().find((step) => step.id === s.id)!.needs ?? []) {
+        const needed = byId.get(need);
+        if (needed?.endMs !== undefined) expect(s.startMs, `${s.id} after ${need}`).toBeGreaterThanOrEqual(needed.endMs);
+      }
       expect(s.endMs! - s.startMs!, s.id).toBe(s.durationMs);
-      previousEnd = s.endMs!;
+      lastEnd = Math.max(lastEnd, s.endMs!);
     }
-    expect(previousEnd).toBeGreaterThan(0);
-    expect(previousEnd).toBeLessThanOrEqual(out.durationMs);
+    expect(lastEnd).toBeGreaterThan(0);
+    expect(lastEnd).toBeLessThanOrEqual(out.durationMs);
     // The channel endpoint is the catalog deploy's (or --channel's) only.
     expect(out.steps.filter((s: { status: string }) => s.status === 'skipped').map((s: { id: string }) => s.id)).toEqual([
       'channel-env', 'channel-plugin', 'channel-drop-in', 'channel-tls', 'channel-nginx', 'channel-limits', 'channel-port',

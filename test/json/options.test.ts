@@ -15,7 +15,7 @@ const CUSTOMER = ['email', 'first-name', 'last-name', 'phone', 'company', 'quick
 const AGENT = ['provider', 'agent-id', 'profit-multiplier'];
 
 const EXPECTED: Record<string, string[]> = {
-  install: [...ANSWERS, 'non-interactive', 'yes', 'catalog', 'channel', 'check', 'diff', 'reset-clean', 'rotate-channel-secrets', 'channel-allow', 'channel-host', 'lock-timeout'],
+  install: [...ANSWERS, 'non-interactive', 'yes', 'catalog', 'channel', 'check', 'diff', 'reset-clean', 'rotate-channel-secrets', 'channel-allow', 'channel-host', 'lock-timeout', 'serial'],
   render: [...ANSWERS, 'channel', 'channel-allow', 'show-secrets'],
   restore: [...ANSWERS, 'check', 'diff', 'lock-timeout', 'max-entry-mib', 'max-total-mib'],
   doctor: ['fix', 'list-checks'],
