@@ -553,7 +553,7 @@ function report(): number {
   for (const mode of ['concurrent', 'serial'] as const) {
     const m = medianRun(runs.filter((r) => r.ok && r.mode === mode));
     if (!m) continue;
-    const title = `${mode} install #${m.index} (median of ${runs.filter((r) => r.ok && r.mode === mode).length}): wall ${seconds(m.wallMs)}, ${subtitle.split(';')[0]}`;
+    const title = `${mode} install #${m.index}, the median of ${runs.filter((r) => r.ok && r.mode === mode).length}: wall ${seconds(m.wallMs)} (install bench ${date}, ${startCommit}, ${SUITE})`;
     const file = path.join(settings.out, `install-bench-${mode}.svg`);
     fs.writeFileSync(file, installTimeline({ steps: m.steps }, installSteps(), title).svg);
     svgs.push(file);
