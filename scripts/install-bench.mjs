@@ -1,0 +1,48 @@
+#!/usr/bin/env node
+// npm run bench:install: fresh installs on the e2e's booted Debian 12 servers, serial
+// (`install --serial`) against concurrent (the default), alternated, BENCH_ROUNDS of each
+// (default 3), each on a server of its own; the medians, the ratios to their targets,
+// and whether the serial and the concurrent servers end alike (test/e2e/install-bench.ts;
+// docs/e2e.md, "Install bench: serial vs concurrent"). A bench, not a test: not in CI,
+// not in `npm test` nor in the default `npm run test:e2e`; about 5 minutes per install
+// on a 2-core machine. It holds the e2e's machine-wide run lock (E2E_LOCK_DIR: another
+// one, to run beside an e2e run), prepares the machine as the e2e does
+// (scripts/e2e-machine.mjs), builds dist/ when it has no complete release, bundles the
+// bench with esbuild and runs it with the pinned Node. Settings: BENCH_ROUNDS,
+// BENCH_SERIAL_FLAG (default: --serial when `install --help` names it), BENCH_OUT,
+// E2E_CACHE_DIR, E2E_DIST, E2E_LOCK_DIR, E2E_LOCK_WAIT=0, E2E_KEEP=1.
+import { execFileSync, spawn } from 'node:child_process';
+import path from 'node:path';
+import { bundleScript } from './bundle-script.mjs';
+import { CONTAINER_TOOLS, cleanLeftovers, containersUnavailable, releaseMissing, releaseRunLock, repo, takeRunLock } from './e2e-machine.mjs';
+
+const say = (line) => process.stdout.write(`[install-bench] ${line}\n`);
+function fail(reason) {
+  say(`error: ${reason}`);
+  process.exit(1);
+}
+
+const unavailable = containersUnavailable(CONTAINER_TOOLS, say);
+if (unavailable) fail(`cannot run: ${unavailable}`);
+takeRunLock(say, fail);
+let code = 1;
+try {
+  cleanLeftovers(undefined, say);
+  const env = { ...process.env, PATH: `${path.join(repo, 'node_modules', '.bin')}:${process.env.PATH}` };
+  if (releaseMissing()) {
+    say('dist/ has no complete release: npm run build');
+    execFileSync('npm', ['run', 'build'], { cwd: repo, stdio: 'inherit', env });
+  }
+  const bundle = await bundleScript(repo, 'test/e2e/install-bench.ts', 'install-bench.mjs');
+  code = await new Promise((resolve) => {
+    const child = spawn(process.execPath, [bundle], { cwd: repo, env, stdio: 'inherit' });
+    const forward = (sig) => child.kill(sig);
+    process.on('SIGINT', forward);
+    process.on('SIGTERM', forward);
+    child.on('exit', (status, sig) => resolve(status ?? (sig ? 1 : 0)));
+  });
+} finally {
+  cleanLeftovers(undefined, say);
+  releaseRunLock();
+}
+process.exit(code);
