@@ -2,7 +2,7 @@
 // scripts/soak.mjs): the tools (installed with apt-get when missing), the machine-wide
 // run lock (one run at a time, whichever checkout starts it) and the clean-up of what a
 // killed run left (containers, their loop-mounted roots, network slots).
-import { spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -193,4 +193,27 @@ export function cleanLeftovers(runId, say) {
 export function releaseMissing() {
   const arch = process.arch === 'arm64' ? 'arm64' : 'x64';
   return !process.env.E2E_DIST && !['install.sh', 'SHA256SUMS.sig', `service-deploy-linux-${arch}.xz`].every((f) => fs.existsSync(path.join(repo, 'dist', f)));
+}
+
+/**
+ * Builds dist/ when it has no complete release (unless `build` is false), bundles
+ * `entry` (a TypeScript file of test/e2e) with esbuild as `name`, and runs it with this
+ * Node, Ctrl-C and SIGTERM passed on; resolves to its exit status. For the benches
+ * (npm run soak, npm run bench:install).
+ */
+export async function runBundled(entry, name, say, { build = true } = {}) {
+  const env = { ...process.env, PATH: `${path.join(repo, 'node_modules', '.bin')}:${process.env.PATH}` };
+  if (build && releaseMissing()) {
+    say('dist/ has no complete release: npm run build');
+    execFileSync('npm', ['run', 'build'], { cwd: repo, stdio: 'inherit', env });
+  }
+  const { bundleScript } = await import('./bundle-script.mjs');
+  const bundle = await bundleScript(repo, entry, name);
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [bundle], { cwd: repo, env, stdio: 'inherit' });
+    const forward = (sig) => child.kill(sig);
+    process.on('SIGINT', forward);
+    process.on('SIGTERM', forward);
+    child.on('exit', (status, sig) => resolve(status ?? (sig ? 1 : 0)));
+  });
 }

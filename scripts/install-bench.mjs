@@ -11,10 +11,7 @@
 // bench with esbuild and runs it with the pinned Node. Settings: BENCH_ROUNDS,
 // BENCH_SERIAL_FLAG (default: --serial when `install --help` names it), BENCH_OUT,
 // E2E_CACHE_DIR, E2E_DIST, E2E_LOCK_DIR, E2E_LOCK_WAIT=0, E2E_KEEP=1.
-import { execFileSync, spawn } from 'node:child_process';
-import path from 'node:path';
-import { bundleScript } from './bundle-script.mjs';
-import { CONTAINER_TOOLS, cleanLeftovers, containersUnavailable, releaseMissing, releaseRunLock, repo, takeRunLock } from './e2e-machine.mjs';
+import { CONTAINER_TOOLS, cleanLeftovers, containersUnavailable, releaseRunLock, runBundled, takeRunLock } from './e2e-machine.mjs';
 
 const say = (line) => process.stdout.write(`[install-bench] ${line}\n`);
 function fail(reason) {
@@ -28,19 +25,7 @@ takeRunLock(say, fail);
 let code = 1;
 try {
   cleanLeftovers(undefined, say);
-  const env = { ...process.env, PATH: `${path.join(repo, 'node_modules', '.bin')}:${process.env.PATH}` };
-  if (releaseMissing()) {
-    say('dist/ has no complete release: npm run build');
-    execFileSync('npm', ['run', 'build'], { cwd: repo, stdio: 'inherit', env });
-  }
-  const bundle = await bundleScript(repo, 'test/e2e/install-bench.ts', 'install-bench.mjs');
-  code = await new Promise((resolve) => {
-    const child = spawn(process.execPath, [bundle], { cwd: repo, env, stdio: 'inherit' });
-    const forward = (sig) => child.kill(sig);
-    process.on('SIGINT', forward);
-    process.on('SIGTERM', forward);
-    child.on('exit', (status, sig) => resolve(status ?? (sig ? 1 : 0)));
-  });
+  code = await runBundled('test/e2e/install-bench.ts', 'install-bench.mjs', say);
 } finally {
   cleanLeftovers(undefined, say);
   releaseRunLock();
