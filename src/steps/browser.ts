@@ -54,7 +54,10 @@ export const browserStep: Step = {
       missingPackages(host, [browser.package]),
       browser.aptRepoUrl ? installedFilesProblem(host, [], [CHROME_KEY, CHROME_SOURCES]) : undefined,
     ]);
-    if (missing.length > 0) return { changes: [{ target: 'apt', summary: `install ${browser.package}` }], notify: ['gateway-restart'], data: { install: true } };
+    // No gateway restart: the pinned OpenClaw looks for browser.executablePath each time it
+    // launches the browser (and when it checks the browser can be used), not when it starts,
+    // so the gateway starts without waiting for this package.
+    if (missing.length > 0) return { changes: [{ target: 'apt', summary: `install ${browser.package}` }], data: { install: true } };
     // Installed, but our apt source or its key changed or vanished since we wrote them.
     if (repoDamage) return { changes: [{ target: CHROME_SOURCES, summary: `add the browser's apt repository again (${repoDamage})` }], data: { install: false } };
     return { changes: [] };

@@ -96,7 +96,8 @@ interface GatewayPlan {
 export const gatewayServiceStep: Step = {
   id: 'gateway-service',
   title: 'Gateway user service',
-  needs: ['node-runtime', 'agent-runtime', 'context-engine', 'browser', 'channel-env', 'channel-plugin', 'channel-drop-in', 'runtime-secrets', 'runtime-config', LOCKS.userUnits],
+  // Not the browser: OpenClaw finds its executable when it launches it (steps/browser.ts).
+  needs: ['node-runtime', 'agent-runtime', 'context-engine', 'channel-env', 'channel-plugin', 'channel-drop-in', 'runtime-secrets', 'runtime-config', LOCKS.userUnits],
   writes: [...USER_UNIT_FOLDERS, GATEWAY_UNIT, GATEWAY_CACHE],
   async check(ctx: InstallContext) {
     const { host, notified } = ctx;

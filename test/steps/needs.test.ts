@@ -53,6 +53,12 @@ describe("the steps' needs (what a runner starting steps together must wait for)
     }
   });
 
+  it("the gateway's first start does not wait for the browser package (OpenClaw looks for the browser when it launches it), nor for QMD's index or the guard", () => {
+    const waits = neededBy(installSteps(), 'gateway-service');
+    for (const id of ['browser', 'memory-index', 'memory-service', 'guard', 'mesh-client']) expect(waits.has(id), id).toBe(false);
+    expect(installSteps().find((s) => s.id === 'manifest')!.needs).toContain('browser');
+  });
+
   it('preflight and the package manager lock are barriers: nothing changes on a refused server or while another installer runs', () => {
     expect(installSteps().filter((s) => s.barrier).map((s) => s.id)).toEqual(['preflight', 'package-lock']);
   });
