@@ -10,6 +10,33 @@ export type Mode = 'serial' | 'concurrent';
 /** The acceptance targets (the issue): concurrent <= 0.70 x serial (medians); wall <= 1.15 x its critical path. */
 export const TARGET_RATIO = 0.7;
 export const TARGET_CRITICAL = 1.15;
+/**
+ * "No slower than before": the re-runs' concurrent median against the serial one (the
+ * earlier behaviour), with this much room for noise (a gateway restart alone varies by
+ * seconds from one start to the next).
+ */
+export const TARGET_RERUN = 1.1;
+
+/** What runs on the installed server after its fresh install, in this order (the e2e's steps 4, 5 and 7). */
+export const OPERATIONS = ['no-op re-run', 'model change', 'reset'] as const;
+export type Operation = (typeof OPERATIONS)[number];
+
+/** One re-run on a bench server, with the same mode flag as its fresh install. */
+export interface OperationRun {
+  op: Operation;
+  args: string;
+  exitCode: number;
+  /** Exit 0, a JSON result, and what the operation must do: the no-op changes nothing, the model change changes the runtime config. */
+  ok: boolean;
+  /** The binary's start to its exit, as a fresh install's wall. */
+  wallMs: number;
+  wallFrom: 'exact' | 'sampled' | 'pipe';
+  /** The result's durationMs (an install's steps), when it has one. */
+  pipelineMs: number;
+  /** Steps changed (an install's recap), when it has one. */
+  changed?: number;
+  error?: string;
+}
 
 /** One fresh install of the bench: on a server of its own, timed from the binary's start to its exit. */
 export interface BenchRun {
@@ -35,6 +62,8 @@ export interface BenchRun {
   /** One-minute load average (whole machine) before and after the install. */
   load: [number, number];
   bootMs: number;
+  /** The re-runs on this server after its fresh install (none when the install failed). */
+  operations?: OperationRun[];
   /** The step that failed, and its error (secrets masked); or the end of stderr when there was no result. */
   failed?: string;
   error?: string;
@@ -227,7 +256,14 @@ export interface BenchSummary {
   ratio: number;
   medianConcurrent?: BenchRun;
   criticalRatio: number;
+  /** Per re-run: the medians of each mode and their ratio. */
+  operations: Array<{ op: Operation; serialMedianMs: number; concurrentMedianMs: number; ratio: number; serial: number; concurrent: number }>;
   verdicts: Verdict[];
+}
+
+/** The operation's runs of one mode, the successful ones. */
+function operationRuns(runs: readonly BenchRun[], mode: Mode, op: Operation): OperationRun[] {
+  return runs.filter((r) => r.mode === mode).flatMap((r) => (r.operations ?? []).filter((o) => o.op === op && o.ok));
 }
 
 const s = (ms: number) => (Number.isFinite(ms) ? `${(ms / 1000).toFixed(1)} s` : '-');
@@ -255,6 +291,15 @@ export function summarize(runs: readonly BenchRun[], states: StateVerdict | unde
       : !complete
         ? 'not judged: not every install of every round succeeded'
         : undefined;
+  const operations = OPERATIONS.map((op) => {
+    const serialOps = operationRuns(runs, 'serial', op);
+    const concurrentOps = operationRuns(runs, 'concurrent', op);
+    const serialMs = median(serialOps.map((o) => o.wallMs));
+    const concurrentMs = median(concurrentOps.map((o) => o.wallMs));
+    return { op, serialMedianMs: serialMs, concurrentMedianMs: concurrentMs, ratio: concurrentMs / serialMs, serial: serialOps.length, concurrent: concurrentOps.length };
+  });
+  const ranOps = runs.flatMap((r) => (r.operations ?? []).map((o) => ({ run: r, o })));
+  const failedOps = ranOps.filter(({ o }) => !o.ok);
   const verdicts: Verdict[] = [
     { name: 'every install succeeded', ok: failed.length === 0, detail: failed.length === 0 ? `${runs.length} installs` : failed.map((r) => `#${r.index} ${r.mode}: exit ${r.exitCode}${r.failed ? `, failed at ${r.failed}` : ''}${r.error ? ` (${r.error.slice(0, 300)})` : ''}`).join('; ') },
     {
@@ -276,8 +321,22 @@ export function summarize(runs: readonly BenchRun[], states: StateVerdict | unde
           ? `serial #${states.pairs[0]?.serial} = concurrent ${states.pairs.map((p) => `#${p.concurrent}`).join(', ')} (manifest, packages, units, result without times)`
           : states.pairs.filter((p) => p.differences.length > 0).map((p) => `serial #${p.serial} vs concurrent #${p.concurrent}: ${p.differences.length} differences`).join('; ') || 'nothing compared',
     },
+    {
+      name: 'every re-run succeeded (no-op: nothing changed; model change: the runtime config changed; reset)',
+      ok: ranOps.length === 0 ? undefined : failedOps.length === 0,
+      detail: ranOps.length === 0 ? 'not judged: no re-run ran' : failedOps.length === 0 ? `${ranOps.length} re-runs` : failedOps.map(({ run, o }) => `#${run.index} ${run.mode} ${o.op}: exit ${o.exitCode}${o.error ? ` (${o.error.slice(0, 300)})` : ''}`).join('; '),
+    },
+    ...operations.map(({ op, serialMedianMs: sm, concurrentMedianMs: cm, ratio: r, serial: ns, concurrent: nc }): Verdict => {
+      const missing = ns < options.rounds || nc < options.rounds ? `not judged: ${ns} serial and ${nc} concurrent of ${options.rounds} succeeded` : undefined;
+      const skip = notTimed ?? missing;
+      return {
+        name: `${op}: concurrent <= ${TARGET_RERUN.toFixed(2)} x serial (medians; no slower than before, with room for noise)`,
+        ok: skip ? undefined : r <= TARGET_RERUN,
+        detail: `${skip ? `${skip}; ` : ''}${s(cm)} / ${s(sm)} = ${Number.isFinite(r) ? r.toFixed(2) : '-'}`,
+      };
+    }),
   ];
-  return { serialMedianMs, concurrentMedianMs, ratio, medianConcurrent: mc, criticalRatio, verdicts };
+  return { serialMedianMs, concurrentMedianMs, ratio, medianConcurrent: mc, criticalRatio, operations, verdicts };
 }
 
 /** The runs' table, the medians and the verdicts, as printed (and written to install-bench.txt). */
@@ -300,6 +359,7 @@ export function renderReport(runs: readonly BenchRun[], summary: BenchSummary, s
   const out = [line(head), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...rows.map(line)];
   out.push(`median wall: serial ${s(summary.serialMedianMs)}, concurrent ${s(summary.concurrentMedianMs)}; concurrent / serial = ${Number.isFinite(summary.ratio) ? summary.ratio.toFixed(2) : '-'}`);
   out.push('(wall: the binary\'s start to its exit; ~ sampled start, * the whole curl | bash; steps ran: the result\'s durationMs; install.sh: its download and checks before the binary)');
+  if (runs.some((r) => (r.operations ?? []).length > 0)) out.push('', renderOperations(runs, summary));
   out.push('');
   for (const v of summary.verdicts) out.push(`${v.ok === undefined ? 'NOT JUDGED' : v.ok ? 'PASS' : 'FAIL'}  ${v.name}: ${v.detail}`);
   if (states) {
@@ -315,4 +375,22 @@ export function renderReport(runs: readonly BenchRun[], summary: BenchSummary, s
     }
   }
   return out.join('\n');
+}
+
+/** The re-runs' table: per server, each re-run's wall (and the steps' time), then the medians of each mode. */
+function renderOperations(runs: readonly BenchRun[], summary: BenchSummary): string {
+  const cell = (o: OperationRun | undefined) =>
+    !o ? '-' : `${s(o.wallMs)}${o.wallFrom === 'exact' ? '' : o.wallFrom === 'sampled' ? '~' : '*'}${Number.isFinite(o.pipelineMs) ? ` (${s(o.pipelineMs)})` : ''}${o.ok ? '' : ' FAILED'}`;
+  const head = ['#', 'mode', ...OPERATIONS];
+  const rows = runs.filter((r) => (r.operations ?? []).length > 0).map((r) => [String(r.index), r.mode, ...OPERATIONS.map((op) => cell(r.operations!.find((o) => o.op === op)))]);
+  rows.push(['median', 'serial', ...summary.operations.map((o) => s(o.serialMedianMs))]);
+  rows.push(['median', 'concurrent', ...summary.operations.map((o) => `${s(o.concurrentMedianMs)} = ${Number.isFinite(o.ratio) ? o.ratio.toFixed(2) : '-'} x`)]);
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
+  const line = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`;
+  return [
+    'the re-runs on each server after its fresh install, with the same mode (wall; in brackets the steps\' time):',
+    line(head),
+    `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`,
+    ...rows.map(line),
+  ].join('\n');
 }

@@ -2,7 +2,7 @@
 // its times, the state comparison with its serial control, the medians and verdicts.
 // The bench itself boots servers: npm run bench:install (not in CI).
 import { describe, expect, it } from 'vitest';
-import { compareStates, flatten, judgeStates, median, medianRun, normalizeResult, renderReport, summarize, type BenchRun, type Mode, type ServerState } from './install-bench-report.js';
+import { compareStates, flatten, judgeStates, median, medianRun, normalizeResult, renderReport, summarize, type BenchRun, type Mode, type OperationRun, type ServerState } from './install-bench-report.js';
 
 function run(index: number, mode: Mode, wallMs: number, criticalMs = wallMs, over: Partial<BenchRun> = {}): BenchRun {
   return {
@@ -140,7 +140,8 @@ describe('the medians and verdicts', () => {
     expect(summary.ratio).toBeCloseTo(0.636, 3);
     expect(summary.medianConcurrent!.index).toBe(2);
     expect(summary.criticalRatio).toBeCloseTo(1.148, 3);
-    expect(summary.verdicts.map((v) => v.ok)).toEqual([true, true, true, true]);
+    expect(summary.verdicts.map((v) => v.ok)).toEqual([true, true, true, true, undefined, undefined, undefined, undefined]);
+    expect(summary.verdicts[4]!.detail).toBe('not judged: no re-run ran');
     const text = renderReport(runs, summary, equal);
     expect(text).toContain('PASS  concurrent <= 0.70 x serial (medians): 70.0 s / 110.0 s = 0.64');
     expect(text).toMatch(/\| 6 \| concurrent \| 90.0 s +\| 89.7 s +\| 90.0 s +\| 50.0 s +\| 1.80 /);
@@ -149,14 +150,14 @@ describe('the medians and verdicts', () => {
   it('fails over the targets, and does not judge the ratio without a serial mode or with a failed install', () => {
     const runs = [run(1, 'serial', 100_000), run(2, 'concurrent', 80_000, 60_000)];
     const summary = summarize(runs, equal, { serialFlag: '--serial', rounds: 1 });
-    expect(summary.verdicts.map((v) => v.ok)).toEqual([true, false, false, true]);
+    expect(summary.verdicts.slice(0, 4).map((v) => v.ok)).toEqual([true, false, false, true]);
     const noFlag = summarize(runs, equal, { serialFlag: '', rounds: 1 });
     expect(noFlag.verdicts[1]).toMatchObject({ ok: undefined, detail: expect.stringContaining('no serial mode') });
     const aa = summarize(runs, equal, { serialFlag: '--serial', concurrentFlag: '--serial', rounds: 1 });
-    expect(aa.verdicts.map((v) => v.ok)).toEqual([true, undefined, undefined, true]);
+    expect(aa.verdicts.slice(0, 4).map((v) => v.ok)).toEqual([true, undefined, undefined, true]);
     expect(aa.verdicts[1]!.detail).toContain('an A/A run');
     const failed = summarize([run(1, 'serial', 100_000), run(2, 'concurrent', 50_000, 50_000, { ok: false, exitCode: 1, failed: 'health' })], undefined, { serialFlag: '--serial', rounds: 1 });
-    expect(failed.verdicts.map((v) => v.ok)).toEqual([false, undefined, undefined, undefined]);
+    expect(failed.verdicts.slice(0, 4).map((v) => v.ok)).toEqual([false, undefined, undefined, undefined]);
     expect(failed.verdicts[0]!.detail).toBe('#2 concurrent: exit 1, failed at health');
   });
 
@@ -169,5 +170,44 @@ describe('the medians and verdicts', () => {
     const text = renderReport(runs, summarize(runs, differing, { serialFlag: '--serial', rounds: 1 }), differing);
     expect(text).toContain('FAIL  serial and concurrent servers alike: serial #1 vs concurrent #2: 1 differences');
     expect(text).toContain('  units: user openclaw-gateway.service: active  !=  activating');
+  });
+
+  const ops = (noop: number, model: number, reset: number, over: Partial<OperationRun> = {}): OperationRun[] => [
+    { op: 'no-op re-run', args: '--catalog', exitCode: 0, ok: true, wallMs: noop, wallFrom: 'exact', pipelineMs: noop - 100, changed: 0 },
+    { op: 'model change', args: '--catalog', exitCode: 0, ok: true, wallMs: model, wallFrom: 'exact', pipelineMs: model - 100, changed: 2, ...over },
+    { op: 'reset', args: '--reset-clean --yes --json', exitCode: 0, ok: true, wallMs: reset, wallFrom: 'sampled', pipelineMs: NaN },
+  ];
+
+  it('the re-runs after each install: medians per mode, no slower than serial within 1.10, shown in their own table', () => {
+    const runs = [
+      run(1, 'serial', 100_000, 100_000, { operations: ops(1_300, 30_000, 13_000) }),
+      run(2, 'concurrent', 60_000, 60_000, { operations: ops(1_000, 31_000, 13_500) }),
+      run(3, 'serial', 100_000, 100_000, { operations: ops(1_200, 34_000, 12_000) }),
+      run(4, 'concurrent', 60_000, 60_000, { operations: ops(1_100, 40_000, 14_000) }),
+    ];
+    const summary = summarize(runs, equal, { serialFlag: '--serial', rounds: 2 });
+    expect(summary.operations.map((o) => [o.op, o.serialMedianMs, o.concurrentMedianMs])).toEqual([
+      ['no-op re-run', 1_250, 1_050],
+      ['model change', 32_000, 35_500],
+      ['reset', 12_500, 13_750],
+    ]);
+    // 35.5 / 32.0 = 1.11 is over; 13.75 / 12.5 = 1.10 is at the bound.
+    expect(summary.verdicts.slice(4).map((v) => v.ok)).toEqual([true, true, false, true]);
+    expect(summary.verdicts[4]!.detail).toBe('12 re-runs');
+    const text = renderReport(runs, summary, equal);
+    expect(text).toContain('FAIL  model change: concurrent <= 1.10 x serial');
+    expect(text).toMatch(/\| 2 +\| concurrent \| 1.0 s \(0.9 s\) +\| 31.0 s \(30.9 s\) +\| 13.5 s~ +\|/);
+    expect(text).toMatch(/\| median \| concurrent \| 1.1 s = 0.84 x +\|/);
+  });
+
+  it('a re-run that failed or did not do its work is named, and its mode is not judged with fewer runs than rounds', () => {
+    const runs = [
+      run(1, 'serial', 100_000, 100_000, { operations: ops(1_300, 30_000, 13_000) }),
+      run(2, 'concurrent', 60_000, 60_000, { operations: ops(1_000, 31_000, 13_500, { ok: false, exitCode: 0, error: 'the runtime config did not change' }).slice(0, 2) }),
+    ];
+    const summary = summarize(runs, equal, { serialFlag: '--serial', rounds: 1 });
+    expect(summary.verdicts[4]).toMatchObject({ ok: false, detail: '#2 concurrent model change: exit 0 (the runtime config did not change)' });
+    expect(summary.verdicts.slice(5).map((v) => v.ok)).toEqual([true, undefined, undefined]);
+    expect(summary.verdicts[6]!.detail).toContain('not judged: 1 serial and 0 concurrent of 1 succeeded');
   });
 });

@@ -40,6 +40,8 @@ import {
   type BenchRun,
   type ManifestItem,
   type Mode,
+  type Operation,
+  type OperationRun,
   type ServerState,
   type StateVerdict,
 } from './install-bench-report.js';
@@ -66,6 +68,8 @@ const settings = {
   serialFlag: serialFlag(),
   /** BENCH_CONCURRENT_FLAG=--serial: both modes serial, an A/A run that checks the bench itself (ratio near 1, servers alike). */
   concurrentFlag: (process.env.BENCH_CONCURRENT_FLAG ?? '').trim(),
+  /** BENCH_RERUNS=0: fresh installs only, without the no-op re-run, model change and reset after each. */
+  operations: process.env.BENCH_RERUNS !== '0',
 };
 
 /**
@@ -310,10 +314,18 @@ interface Installed {
   stderr: string;
 }
 
-async function timedInstall(srv: Server, index: number, mode: Mode): Promise<Installed> {
-  const args = [ARGS, mode === 'serial' ? settings.serialFlag : settings.concurrentFlag].filter(Boolean).join(' ');
+/** One `curl install.sh | bash -s -- ARGS` on a server, timed from the binary's start to its exit. */
+interface Timed {
+  exitCode: number;
+  json: any;
+  stderr: string;
+  wallMs: number;
+  wallFrom: BenchRun['wallFrom'];
+  pipeMs: number;
+}
+
+async function timedPipe(srv: Server, label: string, args: string, env: Record<string, string> = {}): Promise<Timed> {
   const watch = new BinaryStart(args);
-  const load0 = os.loadavg()[0]!;
   // As World.installSh, with the boot-time clock read inside before and after the pipe.
   const script = `set -o pipefail; set -a; . /root/e2e/sources.env; . /root/e2e/answers.env; set +a
 read -r up0 _ </proc/uptime
@@ -323,15 +335,13 @@ read -r up1 _ </proc/uptime
 echo "install-bench: uptime $up0 $up1" >&2
 exit $rc`;
   watch.start();
-  log(`#${index} ${mode}: install.sh | bash -s -- ${args}`);
   let result;
   try {
-    result = await srv.container.sh(script, { timeoutMs: budget(30 * 60_000) });
+    result = await srv.container.sh(script, { timeoutMs: budget(30 * 60_000), env });
   } finally {
     watch.stop();
   }
   const times = /install-bench: uptime (\d+(?:\.\d+)?) (\d+(?:\.\d+)?)/.exec(result.stderr);
-  const json = parseJson(result.stdout);
   const up0 = times ? Number(times[1]) * 1000 : NaN;
   const up1 = times ? Number(times[2]) * 1000 : NaN;
   const pipeMs = times ? up1 - up0 : result.ms;
@@ -341,8 +351,17 @@ exit $rc`;
     wallMs = up1 - watch.found.startMs;
     wallFrom = watch.found.from;
   } else {
-    notes.push(`#${index}: the binary's start was not found (${watch.found ? `start ${watch.found.startMs} outside ${up0}-${up1}` : 'no process seen'}): its wall is the whole curl | bash`);
+    notes.push(`${label}: the binary's start was not found (${watch.found ? `start ${watch.found.startMs} outside ${up0}-${up1}` : 'no process seen'}): its wall is the whole curl | bash`);
   }
+  return { exitCode: result.exitCode, json: parseJson(result.stdout), stderr: result.stderr, wallMs: Math.round(wallMs), wallFrom, pipeMs: Math.round(pipeMs) };
+}
+
+async function timedInstall(srv: Server, index: number, mode: Mode): Promise<Installed> {
+  const args = [ARGS, modeFlag(mode)].filter(Boolean).join(' ');
+  const load0 = os.loadavg()[0]!;
+  log(`#${index} ${mode}: install.sh | bash -s -- ${args}`);
+  const result = await timedPipe(srv, `#${index}`, args);
+  const { json, wallMs, wallFrom, pipeMs } = result;
   const steps: TimedStep[] = (json?.steps ?? []).map(({ id, status, startMs, endMs, durationMs }: TimedStep) => ({ id, status, startMs, endMs, durationMs }));
   const drawn = installTimeline({ steps }, installSteps(), '');
   const failedStep = (json?.steps ?? []).find((s: { status: string }) => s.status === 'failed') as { id: string; error?: string } | undefined;
@@ -352,9 +371,9 @@ exit $rc`;
     args,
     exitCode: result.exitCode,
     ok: result.exitCode === 0 && json?.ok === true,
-    wallMs: Math.round(wallMs),
+    wallMs,
     wallFrom,
-    pipeMs: Math.round(pipeMs),
+    pipeMs,
     pipelineMs: json?.durationMs ?? NaN,
     stepsMs: steps.reduce((sum, s) => sum + (s.durationMs ?? 0), 0),
     criticalPath: drawn.critical,
@@ -365,6 +384,52 @@ exit $rc`;
   };
   log(`#${index} ${mode}: exit ${run.exitCode} in ${seconds(run.wallMs)} (binary, ${wallFrom}; curl | bash ${seconds(run.pipeMs)}, steps ${seconds(run.pipelineMs)}), critical path ${seconds(run.criticalPath.ms)}: ${run.criticalPath.ids.join(' -> ')}`);
   return { run, json, stderr: result.stderr };
+}
+
+function modeFlag(mode: Mode): string {
+  return mode === 'serial' ? settings.serialFlag : settings.concurrentFlag;
+}
+
+/** The model the model change sets (the e2e's second model; the AI gateway stand-in answers any). */
+const NEW_MODEL = 'e2e-model-2';
+
+/**
+ * The e2e's re-runs on the installed server, with the fresh install's mode flag: the
+ * no-op re-run (step 4: `--catalog`, nothing changes), the model change (step 5:
+ * `--catalog` with SERVICE_MODEL; the runtime config changes, the gateway restarts and
+ * answers) and `--reset-clean --yes --json` (step 7: backup, then everything removed).
+ * Each must do what it is for, else it counts as failed, not as a time.
+ */
+async function timedOperations(srv: Server, run: BenchRun): Promise<OperationRun[]> {
+  const flag = modeFlag(run.mode);
+  const plan: Array<{ op: Operation; args: string; env?: Record<string, string>; did: (json: any) => string | undefined }> = [
+    { op: 'no-op re-run', args: '--catalog', did: (j) => (j?.recap?.changed === 0 ? undefined : `changed ${j?.recap?.changed} steps: ${(j?.steps ?? []).filter((x: { status: string }) => x.status === 'changed').map((x: { id: string }) => x.id).join(', ')}`) },
+    { op: 'model change', args: '--catalog', env: { SERVICE_MODEL: NEW_MODEL }, did: (j) => (j?.steps?.find((x: { id: string }) => x.id === 'runtime-config')?.status === 'changed' ? undefined : 'the runtime config did not change') },
+    { op: 'reset', args: '--reset-clean --yes --json', did: (j) => (typeof j?.backup === 'string' ? undefined : 'no backup named in the result') },
+  ];
+  const out: OperationRun[] = [];
+  for (const { op, args: base, env, did } of plan) {
+    const args = [base, flag].filter(Boolean).join(' ');
+    const r = await timedPipe(srv, `#${run.index} ${op}`, args, env);
+    const why = r.exitCode !== 0 ? srv.masked((r.json?.steps ?? []).find((x: { status: string }) => x.status === 'failed')?.error ?? r.stderr.trim().split('\n').slice(-3).join(' | ')) : did(r.json);
+    const done: OperationRun = {
+      op,
+      args,
+      exitCode: r.exitCode,
+      ok: r.exitCode === 0 && !why,
+      wallMs: r.wallMs,
+      wallFrom: r.wallFrom,
+      pipelineMs: typeof r.json?.durationMs === 'number' ? r.json.durationMs : NaN,
+      ...(typeof r.json?.recap?.changed === 'number' ? { changed: r.json.recap.changed } : {}),
+      ...(why ? { error: why } : {}),
+    };
+    out.push(done);
+    log(`#${run.index} ${run.mode} ${op} (${args}): exit ${r.exitCode} in ${seconds(r.wallMs)}${why ? `: ${why}` : ''}`);
+    if (!done.ok) break;
+    // The next re-run starts on a settled server, as the e2e's next step does.
+    await settle(srv);
+  }
+  return out;
 }
 
 /** Until neither systemd nor root's user manager has a job queued (units starting after the install). */
@@ -530,6 +595,7 @@ async function main(): Promise<number> {
         }
         await settle(booted);
         states.push({ run, state: await serverState(booted, json) });
+        if (settings.operations) run.operations = await timedOperations(booted, run);
       } finally {
         await booted.close();
         server = undefined;
