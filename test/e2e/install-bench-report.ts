@@ -35,6 +35,8 @@ export interface OperationRun {
   pipelineMs: number;
   /** Steps changed (an install's recap), when it has one. */
   changed?: number;
+  /** Its three longest steps, `id seconds` (where a slow re-run spent its time). */
+  slowest?: string[];
   error?: string;
 }
 

@@ -390,6 +390,14 @@ function modeFlag(mode: Mode): string {
   return mode === 'serial' ? settings.serialFlag : settings.concurrentFlag;
 }
 
+function slowest(steps: Array<{ id: string; durationMs?: number }>): string[] {
+  return [...steps]
+    .filter((x) => typeof x.durationMs === 'number')
+    .sort((a, b) => b.durationMs! - a.durationMs!)
+    .slice(0, 3)
+    .map((x) => `${x.id} ${seconds(x.durationMs!)}`);
+}
+
 /** The model the model change sets (the e2e's second model; the AI gateway stand-in answers any). */
 const NEW_MODEL = 'e2e-model-2';
 
@@ -421,10 +429,11 @@ async function timedOperations(srv: Server, run: BenchRun): Promise<OperationRun
       wallFrom: r.wallFrom,
       pipelineMs: typeof r.json?.durationMs === 'number' ? r.json.durationMs : NaN,
       ...(typeof r.json?.recap?.changed === 'number' ? { changed: r.json.recap.changed } : {}),
+      ...(Array.isArray(r.json?.steps) ? { slowest: slowest(r.json.steps) } : {}),
       ...(why ? { error: why } : {}),
     };
     out.push(done);
-    log(`#${run.index} ${run.mode} ${op} (${args}): exit ${r.exitCode} in ${seconds(r.wallMs)}${why ? `: ${why}` : ''}`);
+    log(`#${run.index} ${run.mode} ${op} (${args}): exit ${r.exitCode} in ${seconds(r.wallMs)}${done.slowest ? ` (longest steps: ${done.slowest.join(', ')})` : ''}${why ? `: ${why}` : ''}`);
     if (!done.ok) break;
     // The next re-run starts on a settled server, as the e2e's next step does.
     await settle(srv);
