@@ -2,14 +2,15 @@
 // npm run bench:install: fresh installs on the e2e's booted Debian 12 servers, serial
 // (`install --serial`) against concurrent (the default), alternated, BENCH_ROUNDS of each
 // (default 3), each on a server of its own; the medians, the ratios to their targets,
-// and whether the serial and the concurrent servers end alike (test/e2e/install-bench.ts;
+// whether the serial and the concurrent servers end alike, and the e2e's no-op re-run,
+// model change and reset on each server in its mode (test/e2e/install-bench.ts;
 // docs/e2e.md, "Install bench: serial vs concurrent"). A bench, not a test: not in CI,
 // not in `npm test` nor in the default `npm run test:e2e`; about 5 minutes per install
 // on a 2-core machine. It holds the e2e's machine-wide run lock (E2E_LOCK_DIR: another
 // one, to run beside an e2e run), prepares the machine as the e2e does
 // (scripts/e2e-machine.mjs), builds dist/ when it has no complete release, bundles the
 // bench with esbuild and runs it with the pinned Node. Settings: BENCH_ROUNDS,
-// BENCH_SERIAL_FLAG (default: --serial when `install --help` names it), BENCH_OUT,
+// BENCH_SERIAL_FLAG (default: --serial when `install --help` names it), BENCH_RERUNS=0, BENCH_OUT,
 // E2E_CACHE_DIR, E2E_DIST, E2E_LOCK_DIR, E2E_LOCK_WAIT=0, E2E_KEEP=1.
 import { CONTAINER_TOOLS, cleanLeftovers, containersUnavailable, releaseRunLock, runBundled, takeRunLock } from './e2e-machine.mjs';
 

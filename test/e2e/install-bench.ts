@@ -15,7 +15,11 @@
 // (install-bench-report.ts): the install manifest, dpkg's packages, the system's and
 // root's user manager's unit files and units, the JSON result without its times.
 //
-// Prints one table and the verdicts; writes install-bench.json, install-bench.txt,
+// After each install (BENCH_RERUNS=0: not), the e2e's no-op re-run, model change and
+// reset run on the same server with the same mode flag, timed the same way: "no slower
+// than before" is each one's concurrent median against its serial one.
+//
+// Prints the tables and the verdicts; writes install-bench.json, install-bench.txt,
 // install-bench-states.json (each server's state as compared) and
 // the median runs' timelines (install-bench-concurrent.svg, install-bench-serial.svg)
 // to BENCH_OUT (default .cache/e2e of this checkout). Exit 1 when a verdict fails.
