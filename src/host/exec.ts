@@ -1,5 +1,6 @@
 import { execa } from 'execa';
 import { accessSync, constants } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { CommandError } from '../errors.js';
@@ -81,7 +82,19 @@ export class Exec {
     private readonly redactor: Redactor,
     private readonly log: Logger,
     private readonly baseEnv: NodeJS.ProcessEnv = process.env,
+    /** Added to our own nice value for every command started (and what it starts): 0, or `lowered`'s. */
+    readonly niceness = 0,
   ) {}
+
+  /**
+   * The same commands at a lower CPU priority (nice + `by`, at most 19): for a step that
+   * the gateway's first start does not wait for, so the steps it does wait for get the
+   * cores first (Step.background). The child is reniced as soon as it is spawned; what it
+   * starts inherits it.
+   */
+  lowered(by: number): Exec {
+    return new Exec(this.redactor, this.log, this.baseEnv, this.niceness + by);
+  }
 
   async run(command: string, args: readonly string[] = [], options: RunOptions = {}): Promise<RunResult> {
     this.redactor.assertNotInArgv(command, args);
@@ -103,6 +116,13 @@ export class Exec {
       encoding: 'utf8',
       stdin: options.input === undefined ? 'ignore' : 'pipe',
     });
+    if (this.niceness > 0 && subprocess.pid !== undefined) {
+      try {
+        os.setPriority(subprocess.pid, Math.min(19, os.getPriority() + this.niceness));
+      } catch {
+        // Gone already, or not allowed: it runs at our priority, which is only slower for others.
+      }
+    }
     const { onOutputLine } = options;
     if (onOutputLine) {
       // A listener beside execa's own (it collects the output from the same events).

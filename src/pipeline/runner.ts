@@ -63,6 +63,9 @@ async function assess(step: Step, ctx: InstallContext): Promise<Assessment> {
  * (--json) nothing is shown, and the same step runs are scheduled without listr2 (and
  * without loading it); Ctrl-C exits 127, as listr2 does.
  */
+/** How much lower a background step's commands run when steps run at once (Step.background): nice 10 of 19. */
+export const BACKGROUND_NICENESS = 10;
+
 export async function runPipeline(
   steps: Step[],
   base: Omit<InstallContext, 'notified' | 'progress'>,
@@ -91,7 +94,8 @@ export async function runPipeline(
       title: step.title,
       rendererOptions,
       run: async (task: StepTask) => {
-        const ctx: InstallContext = { ...base, notified, progress: (text) => (task.output = redactor.redact(text)) };
+        const host = step.background && concurrency > 1 ? { ...base.host, exec: base.host.exec.lowered(BACKGROUND_NICENESS) } : base.host;
+        const ctx: InstallContext = { ...base, host, notified, progress: (text) => (task.output = redactor.redact(text)) };
         const startMs = sincePipelineStart();
         const record = (partial: Omit<StepResult, 'id' | 'title' | 'durationMs' | 'startMs' | 'endMs'>) => {
           const endMs = sincePipelineStart();

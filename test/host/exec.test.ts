@@ -1,3 +1,6 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Exec } from '../../src/host/exec.js';
 import { Logger } from '../../src/host/log.js';
@@ -23,5 +26,30 @@ describe('Exec.run: a command killed at its time limit', () => {
     const error = await exec().run('sleep', ['60'], { timeoutMs: 200 }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(CommandError);
     expect((error as Error).message).toContain('timed out after 200 ms');
+  });
+});
+
+describe('Exec.lowered: commands at a lower CPU priority', () => {
+  it('the child (and what it starts) runs at our nice value plus the amount; the original Exec is unchanged', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sd-nice-'));
+    const go = path.join(dir, 'go');
+    try {
+      const lowered = exec().lowered(5);
+      expect(lowered.niceness).toBe(5);
+      expect(exec().niceness).toBe(0);
+      // The child says "ready", then waits for the file: by then it has been reniced (at
+      // spawn, before any of its output is read). Its own child reports the nice value it inherited.
+      const result = await lowered.run('sh', ['-c', `echo ready; n=0; while [ ! -e ${go} ] && [ $n -lt 600 ]; do sleep 0.05; n=$((n+1)); done; sh -c 'cut -d" " -f19 /proc/$$/stat'`], {
+        timeoutMs: 60_000,
+        onOutputLine: (line) => {
+          if (line.trim() === 'ready') fs.writeFileSync(go, '');
+        },
+      });
+      expect(result.stdout.trim().split('\n').at(-1)).toBe(String(Math.min(19, os.getPriority() + 5)));
+      const plain = await exec().run('sh', ['-c', `sh -c 'cut -d" " -f19 /proc/$$/stat'`]);
+      expect(plain.stdout.trim()).toBe(String(os.getPriority()));
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
