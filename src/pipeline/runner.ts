@@ -1,4 +1,5 @@
 import type { ListrTask } from 'listr2';
+import { runLowered } from '../host/exec.js';
 import { DeployError } from '../errors.js';
 import { outcomeText } from './outcome.js';
 import { Turn, type StepRendererOptions, type StepRendererTaskOptions } from './renderer.js';
@@ -94,8 +95,7 @@ export async function runPipeline(
       title: step.title,
       rendererOptions,
       run: async (task: StepTask) => {
-        const host = step.background && concurrency > 1 ? { ...base.host, exec: base.host.exec.lowered(BACKGROUND_NICENESS) } : base.host;
-        const ctx: InstallContext = { ...base, host, notified, progress: (text) => (task.output = redactor.redact(text)) };
+        const ctx: InstallContext = { ...base, notified, progress: (text) => (task.output = redactor.redact(text)) };
         const startMs = sincePipelineStart();
         const record = (partial: Omit<StepResult, 'id' | 'title' | 'durationMs' | 'startMs' | 'endMs'>) => {
           const endMs = sincePipelineStart();
@@ -121,8 +121,12 @@ export async function runPipeline(
           }
           changedSoFar = true;
           if (!check) {
-            await step.apply(ctx, plan);
-            await step.verify?.(ctx);
+            const work = async () => {
+              await step.apply(ctx, plan);
+              await step.verify?.(ctx);
+            };
+            // Beside other steps, a background step's commands yield the cores (Step.background).
+            await (step.background && concurrency > 1 ? runLowered(BACKGROUND_NICENESS, work) : work());
           }
           for (const n of plan.notify ?? []) notified.add(n);
           task.title = `${step.title}: ${outcomeText(record({ status: 'changed', changes: plan.changes }), check)}`;
