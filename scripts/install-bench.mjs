@@ -6,7 +6,7 @@
 // model change and reset on each server in its mode (test/e2e/install-bench.ts;
 // docs/e2e.md, "Install bench: serial vs concurrent"). A bench, not a test: not in CI,
 // not in `npm test` nor in the default `npm run test:e2e`; about 2.5 minutes per install and its re-runs on a quiet 2-core machine (5 under load)
-// on a 2-core machine. It holds the e2e's machine-wide run lock (E2E_LOCK_DIR: another
+// It holds the e2e's machine-wide run lock (E2E_LOCK_DIR: another
 // one, to run beside an e2e run), prepares the machine as the e2e does
 // (scripts/e2e-machine.mjs), builds dist/ when it has no complete release, bundles the
 // bench with esbuild and runs it with the pinned Node. Settings: BENCH_ROUNDS,
