@@ -41,6 +41,9 @@ async function assess(step: Step, ctx: InstallContext): Promise<Assessment> {
   }
 }
 
+/** How much lower a background step's commands run when steps run at once (Step.background): nice 10 of 19. */
+export const BACKGROUND_NICENESS = 10;
+
 /**
  * Runs the steps as a listr2 task list, each check -> (plan) -> apply -> verify, a step
  * starting once the steps it needs have ended and the locks it takes are free, up to
@@ -64,9 +67,6 @@ async function assess(step: Step, ctx: InstallContext): Promise<Assessment> {
  * (--json) nothing is shown, and the same step runs are scheduled without listr2 (and
  * without loading it); Ctrl-C exits 127, as listr2 does.
  */
-/** How much lower a background step's commands run when steps run at once (Step.background): nice 10 of 19. */
-export const BACKGROUND_NICENESS = 10;
-
 export async function runPipeline(
   steps: Step[],
   base: Omit<InstallContext, 'notified' | 'progress'>,
