@@ -61,7 +61,7 @@ describe("the steps' needs (what a runner starting steps together must wait for)
 
   it('a background step (run at a lower CPU priority beside the others) is nothing the gateway\'s first health check waits for', () => {
     const background = installSteps().filter((s) => s.background).map((s) => s.id);
-    expect(background).toEqual(['memory', 'browser']);
+    expect(background).toEqual(['browser']);
     const waits = neededBy(installSteps(), 'health');
     for (const id of background) expect(waits.has(id), id).toBe(false);
   });
