@@ -95,6 +95,16 @@ export interface StartOptions {
   host?: string;
 }
 
+/** The master's pid from its pid file, once nginx has written it whole. */
+function pidIn(dir: string): number | undefined {
+  try {
+    const text = fs.readFileSync(path.join(dir, 'nginx.pid'), 'utf8');
+    return text.endsWith('\n') && Number(text.trim()) > 0 ? Number(text.trim()) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** A real nginx in the foreground; stop() kills it (also on test failure, via afterAll). */
 export async function startNginx(siteText: string, port: number, options: StartOptions = {}): Promise<RunningNginx> {
   const dir = prepare(siteText);
@@ -108,14 +118,15 @@ export async function startNginx(siteText: string, port: number, options: StartO
   const host = options.host ?? '127.0.0.1';
   for (;;) {
     if (child.exitCode !== null) throw new Error(`nginx exited: ${stderr}${readLog(dir)}`);
-    if (options.netns ? listensIn(options.netns, host, port) : await canConnect(port, host)) break;
+    // nginx opens its sockets before it writes its pid file: wait for both.
+    if ((options.netns ? listensIn(options.netns, host, port) : await canConnect(port, host)) && pidIn(dir) !== undefined) break;
     if (Date.now() > deadline) {
       child.kill('SIGKILL');
       throw new Error(`nginx did not listen on ${host}:${port} within 30 s: ${stderr}${readLog(dir)}`);
     }
     await new Promise((r) => setTimeout(r, 50));
   }
-  const masterPid = Number(fs.readFileSync(path.join(dir, 'nginx.pid'), 'utf8').trim());
+  const masterPid = pidIn(dir)!;
   return {
     dir,
     port,
