@@ -341,6 +341,13 @@ export function summarize(runs: readonly BenchRun[], states: StateVerdict | unde
   return { serialMedianMs, concurrentMedianMs, ratio, medianConcurrent: mc, criticalRatio, operations, verdicts };
 }
 
+/** A Markdown table's lines, each column as wide as its widest cell. */
+function table(head: string[], rows: string[][]): string[] {
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
+  const line = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`;
+  return [line(head), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...rows.map(line)];
+}
+
 /** The runs' table, the medians and the verdicts, as printed (and written to install-bench.txt). */
 export function renderReport(runs: readonly BenchRun[], summary: BenchSummary, states: StateVerdict | undefined): string {
   const head = ['#', 'mode', 'wall', 'steps ran', 'sum of steps', 'critical path', 'wall / crit.', 'install.sh', 'load', 'result'];
@@ -356,9 +363,7 @@ export function renderReport(runs: readonly BenchRun[], summary: BenchSummary, s
     `${r.load[0].toFixed(1)}-${r.load[1].toFixed(1)}`,
     r.ok ? 'ok' : `FAILED${r.failed ? ` at ${r.failed}` : ''}`,
   ]);
-  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
-  const line = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`;
-  const out = [line(head), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...rows.map(line)];
+  const out = table(head, rows);
   out.push(`median wall: serial ${s(summary.serialMedianMs)}, concurrent ${s(summary.concurrentMedianMs)}; concurrent / serial = ${Number.isFinite(summary.ratio) ? summary.ratio.toFixed(2) : '-'}`);
   out.push('(wall: the binary\'s start to its exit; ~ sampled start, * the whole curl | bash; steps ran: the result\'s durationMs; install.sh: its download and checks before the binary)');
   if (runs.some((r) => (r.operations ?? []).length > 0)) out.push('', renderOperations(runs, summary));
@@ -387,12 +392,5 @@ function renderOperations(runs: readonly BenchRun[], summary: BenchSummary): str
   const rows = runs.filter((r) => (r.operations ?? []).length > 0).map((r) => [String(r.index), r.mode, ...OPERATIONS.map((op) => cell(r.operations!.find((o) => o.op === op)))]);
   rows.push(['median', 'serial', ...summary.operations.map((o) => s(o.serialMedianMs))]);
   rows.push(['median', 'concurrent', ...summary.operations.map((o) => `${s(o.concurrentMedianMs)} = ${Number.isFinite(o.ratio) ? o.ratio.toFixed(2) : '-'} x`)]);
-  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
-  const line = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`;
-  return [
-    'the re-runs on each server after its fresh install, with the same mode (wall; in brackets the steps\' time):',
-    line(head),
-    `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`,
-    ...rows.map(line),
-  ].join('\n');
+  return ['the re-runs on each server after its fresh install, with the same mode (wall; in brackets the steps\' time):', ...table(head, rows)].join('\n');
 }
