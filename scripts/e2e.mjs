@@ -197,8 +197,9 @@ function summary() {
     say(`|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`);
     for (const row of rows) say(line(row));
     for (const r of results.filter((x) => x.job.file.endsWith('server.e2e.ts') && x.code !== 0)) {
-      const why = read(r.job.report)?.failureReason;
-      if (why) say(`${r.job.name}: why: ${why}`);
+      const t = read(r.job.report);
+      if (t?.failureReason) say(`${r.job.name}: why: ${t.failureReason}`);
+      for (const line of t?.failureDetail ?? []) say(`${r.job.name}: | ${line}`);
     }
     for (const r of results.filter((x) => x.job.file.endsWith('server.e2e.ts'))) {
       const t = read(r.job.report);
@@ -212,6 +213,7 @@ function summary() {
     const parts = Object.entries(t.timings ?? {}).map(([k, v]) => `${k} ${s(v)}`);
     say(`${r.job.name}: ${r.code === 0 ? 'passed' : `FAILED${t.failedStep ? ` at ${t.failedStep}` : ''}`} in ${s(r.ms)}${parts.length ? `; ${parts.join(', ')}` : ''}`);
     if (r.code !== 0 && t.failureReason) say(`${r.job.name}: why: ${t.failureReason}`);
+    if (r.code !== 0) for (const line of t.failureDetail ?? []) say(`${r.job.name}: | ${line}`);
     for (const note of t.notes ?? []) say(`${r.job.name}: ${note}`);
   }
 }

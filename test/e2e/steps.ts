@@ -20,6 +20,7 @@ export function scenarioSteps(explain: (error: Error) => Promise<string>) {
   let broken: string | undefined;
   let failed: string | undefined;
   let reason: string | undefined;
+  let detail: string[] | undefined;
   function step(name: string, timeoutMs: number, fn: () => Promise<void>, options: StepOptions = {}): void {
     it(name, async (ctx) => {
       if (broken) ctx.skip(`an earlier step failed: ${broken}`);
@@ -36,12 +37,33 @@ export function scenarioSteps(explain: (error: Error) => Promise<string>) {
         if (!failed) {
           failed = name;
           reason = explained.split('\n').find((line) => line.trim() !== '')?.trim().slice(0, 400);
+          detail = failureDetail(explained);
         }
         throw new Error(explained, { cause: undefined });
       }
     }, budget(timeoutMs));
   }
   /** For the job's report: the first step that failed and the first line of why (null when none did). */
-  const failure = () => ({ failedStep: failed ?? null, failureReason: reason ?? null });
+  const failure = () => ({ failedStep: failed ?? null, failureReason: reason ?? null, failureDetail: detail ?? null });
   return { step, failure };
+}
+
+/** How many lines of a failure's diagnostics the run's summary repeats (CI keeps only a log's tail). */
+export const FAILURE_DETAIL_LINES = 30;
+
+/**
+ * The lines of a failure's diagnostics that say why a gateway did not come up: its
+ * journal and systemd's status (from "--- gateway journal" to the next "--- " section),
+ * else the diagnostics' last lines. Already masked by the scenario's explain().
+ */
+export function failureDetail(explained: string): string[] | undefined {
+  const lines = explained.split('\n').map((line) => line.trimEnd()).filter((line) => line !== '');
+  const start = lines.indexOf('--- gateway journal');
+  let section = lines;
+  if (start >= 0) {
+    const end = lines.findIndex((line, i) => i > start && line.startsWith('--- '));
+    section = lines.slice(start + 1, end < 0 ? undefined : end);
+  }
+  const tail = section.slice(-FAILURE_DETAIL_LINES).map((line) => line.slice(0, 300));
+  return tail.length > 0 ? tail : undefined;
 }
