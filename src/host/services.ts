@@ -1,3 +1,4 @@
+import os from 'node:os';
 import type { Exec, RunResult } from './exec.js';
 
 /** root's user manager; the gateway is a user service of root (linger enabled). */
@@ -101,6 +102,30 @@ export class Services {
   }
 
   /**
+   * A unit's main process as the manager sees it, asked on its own: undefined when the
+   * manager did not answer (a user manager busy with a daemon-reload on a loaded server
+   * can miss systemctl's timeout), which a caller waiting for a start must not read as
+   * "not running". NRestarts counts systemd's automatic restarts (Restart=), so a crash
+   * between two polls is seen even when the new process is already up.
+   */
+  async mainProcess(scope: ServiceScope, unit: string): Promise<MainProcess | undefined> {
+    const result = await this.systemctl(scope, ['show', `--property=${PROCESS_SHOWN.join(',')}`, unit], true, 30_000).catch(() => undefined);
+    if (!result || result.exitCode !== 0) return undefined;
+    const props = new Map(result.stdout.split('\n').filter((line) => line.includes('=')).map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)] as const));
+    if (!props.has('ActiveState') || !props.has('MainPID')) return undefined;
+    const pid = Number(props.get('MainPID'));
+    const restarts = Number(props.get('NRestarts'));
+    return {
+      pid: pid > 0 ? pid : undefined,
+      activeState: props.get('ActiveState')!,
+      subState: props.get('SubState') ?? '',
+      restarts: Number.isInteger(restarts) ? restarts : undefined,
+      result: props.get('Result') ?? '',
+      lastExit: describeExit(props.get('ExecMainCode'), props.get('ExecMainStatus')),
+    };
+  }
+
+  /**
    * What the manager applies to a unit's resources (the MemoryMax it computed from a
    * percentage, its cgroup), raw; asked in the same batched `systemctl show` as the state.
    */
@@ -156,6 +181,34 @@ export interface UnitResources {
   memoryHigh?: string;
   memoryCurrent?: string;
   controlGroup?: string;
+}
+
+/** A unit's main process (Services.mainProcess). */
+export interface MainProcess {
+  pid?: number;
+  /** ActiveState/SubState: active/running, activating/auto-restart (exited, restarting after RestartSec), failed/failed... */
+  activeState: string;
+  subState: string;
+  /** systemd's automatic restarts of the unit since it was last started by hand (NRestarts; systemd 235+). */
+  restarts?: number;
+  /** success, exit-code, signal, oom-kill, timeout... of the unit's last run. */
+  result: string;
+  /** How the last main process ended ("exit status 1", "signal KILL"), when one did. */
+  lastExit?: string;
+}
+
+const PROCESS_SHOWN = ['ActiveState', 'SubState', 'MainPID', 'NRestarts', 'Result', 'ExecMainCode', 'ExecMainStatus'];
+
+/** ExecMainCode is the siginfo code: 1 exited, 2 killed, 3 dumped core (0: still running or never ran). */
+function describeExit(code: string | undefined, status: string | undefined): string | undefined {
+  if (code === '1') return `exit status ${status}`;
+  if (code === '2' || code === '3') return `signal ${signalName(Number(status))}${code === '3' ? ' (core dumped)' : ''}`;
+  return undefined;
+}
+
+function signalName(signal: number): string {
+  const name = Object.entries(os.constants.signals).find(([, number]) => number === signal)?.[0];
+  return name ? name.replace(/^SIG/, '') : String(signal);
 }
 
 interface UnitState {

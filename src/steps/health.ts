@@ -1,5 +1,6 @@
 import { DeployError } from '../errors.js';
 import type { Host } from '../host/index.js';
+import type { MainProcess } from '../host/services.js';
 import { waitProgress } from '../pipeline/progress.js';
 import type { Step } from '../pipeline/step.js';
 import { GATEWAY_PORT, LAYOUT } from '../layout.js';
@@ -52,6 +53,21 @@ export interface GatewayWaitOptions {
   pollMs?: number;
 }
 
+/** Why the gateway's process is not the one that was starting, in words; undefined while it still is. */
+function notStarting(now: MainProcess, starting: MainProcess): string | undefined {
+  if (now.pid === undefined) {
+    const ended = [now.result && now.result !== 'success' ? now.result : undefined, now.lastExit].filter(Boolean).join(', ');
+    const how = ended ? ` (${ended})` : '';
+    if (now.subState === 'auto-restart') return `the gateway exited${how} and systemd restarts it`;
+    return `the gateway is not running: ${now.activeState}/${now.subState}${how}`;
+  }
+  if (starting.pid !== undefined && now.pid !== starting.pid) return `the gateway restarted (pid ${starting.pid} -> ${now.pid}${now.lastExit ? `, the last one ended with ${now.lastExit}` : ''})`;
+  if (now.restarts !== undefined && starting.restarts !== undefined && now.restarts > starting.restarts) {
+    return `the gateway restarted (${now.restarts - starting.restarts} automatic restart(s) by systemd${now.lastExit ? `, the last process ended with ${now.lastExit}` : ''})`;
+  }
+  return undefined;
+}
+
 /** Polls /healthz after a (re)start until it answers, within the limits above. */
 export async function waitForGateway(host: Host, options: GatewayWaitOptions = {}): Promise<GatewayWait> {
   const started = Date.now();
@@ -61,8 +77,10 @@ export async function waitForGateway(host: Host, options: GatewayWaitOptions = {
   const capMs = fixed !== undefined ? Number(fixed) : (options.capMs ?? START_CAP_MS);
   const pollMs = options.pollMs ?? 1000;
   let last = await probeHealth(host);
-  // The gateway's pid when the patience ran out: from then on it must stay that process.
-  let startingPid: number | undefined;
+  // The gateway's process when the patience ran out (systemd's answer): from then on it
+  // must stay that process. A poll systemd did not answer proves nothing either way.
+  let starting: MainProcess | undefined;
+  let unanswered = 0;
   for (;;) {
     if (last.ok) return { ok: true, detail: last.detail, waitedMs: Date.now() - started };
     const elapsed = Date.now() - started;
@@ -70,18 +88,22 @@ export async function waitForGateway(host: Host, options: GatewayWaitOptions = {
     if (elapsed < patienceMs) {
       progress(`waiting for ${healthUrl(host)}: ${waitProgress(elapsed, patienceMs)} (${last.detail})`);
     } else {
-      const pid = await host.services.mainPid('user', LAYOUT.gatewayUnit).catch(() => undefined);
-      startingPid ??= pid;
-      if (pid === undefined || pid !== startingPid) {
-        const why = pid === undefined ? 'the gateway is not running' : `the gateway restarted (pid ${startingPid} -> ${pid})`;
-        return { ok: false, detail: `${last.detail}; ${why} after ${Math.round(elapsed / 1000)} s`, waitedMs: elapsed };
+      const now = await host.services.mainProcess('user', LAYOUT.gatewayUnit).catch(() => undefined);
+      if (!now) {
+        unanswered++;
+        progress(`waiting for ${healthUrl(host)}: ${waitProgress(elapsed, capMs)}; systemd did not say how the gateway is (${unanswered} time(s)); still waiting (${last.detail})`);
+      } else {
+        starting ??= now;
+        const why = notStarting(now, starting);
+        if (why) return { ok: false, detail: `${last.detail}; ${why} after ${Math.round(elapsed / 1000)} s`, waitedMs: elapsed };
+        progress(`waiting for ${healthUrl(host)}: ${waitProgress(elapsed, capMs)}; the gateway (pid ${now.pid}) is still starting (${last.detail})`);
       }
-      progress(`waiting for ${healthUrl(host)}: ${waitProgress(elapsed, capMs)}; the gateway (pid ${pid}) is still starting (${last.detail})`);
     }
     await new Promise((resolve) => setTimeout(resolve, pollMs));
     last = await probeHealth(host);
   }
-  return { ok: false, detail: last.detail, waitedMs: Date.now() - started };
+  const silent = unanswered > 0 && !starting ? '; systemd never said how the gateway is' : '';
+  return { ok: false, detail: `${last.detail}${silent}`, waitedMs: Date.now() - started };
 }
 
 /** The gateway answers /healthz (it takes 10-30 s after a (re)start on a small server, minutes on a busy one). */

@@ -121,6 +121,24 @@ describe('services: the questions asked together are one systemctl show', () => 
   });
 });
 
+describe('services.mainProcess: how a starting unit is, or no answer', () => {
+  it('a running process, its restarts; a crashed one waiting out RestartSec, with how it ended', async () => {
+    const { host: h, unit, calls } = host();
+    unit('gateway.service', 'active', 'enabled', 4242, 'SubState=running\nNRestarts=2\nResult=success\nExecMainCode=0\nExecMainStatus=0\n');
+    expect(await h.services.mainProcess('user', 'gateway.service')).toEqual({ pid: 4242, activeState: 'active', subState: 'running', restarts: 2, result: 'success', lastExit: undefined });
+    expect(calls().at(-1)).toBe('systemctl --user show --property=ActiveState,SubState,MainPID,NRestarts,Result,ExecMainCode,ExecMainStatus gateway.service');
+    unit('gateway.service', 'activating', 'enabled', 0, 'SubState=auto-restart\nNRestarts=3\nResult=signal\nExecMainCode=2\nExecMainStatus=9\n');
+    expect(await h.services.mainProcess('user', 'gateway.service')).toEqual({ pid: undefined, activeState: 'activating', subState: 'auto-restart', restarts: 3, result: 'signal', lastExit: 'signal KILL' });
+    unit('gateway.service', 'failed', 'enabled', 0, 'SubState=failed\nNRestarts=0\nResult=exit-code\nExecMainCode=1\nExecMainStatus=78\n');
+    expect((await h.services.mainProcess('user', 'gateway.service'))?.lastExit).toBe('exit status 78');
+  });
+
+  it('a manager that does not answer is no answer (undefined), not a stopped unit', async () => {
+    const { host: h } = host({ systemctlFails: true });
+    expect(await h.services.mainProcess('user', 'gateway.service')).toBeUndefined();
+  });
+});
+
 describe('apt: the packages asked about together are one dpkg-query', () => {
   it('two steps asking at once: one process, each gets the missing ones of its own list', async () => {
     const { host: h, dpkg, calls } = host();
