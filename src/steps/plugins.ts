@@ -34,9 +34,6 @@ export const memoryStep: Step = {
   id: 'memory',
   title: 'Memory daemon (QMD, as an MCP server, from the shipped lock)',
   needs: ['node-runtime'],
-  // Not a background step although the gateway starts without it: an installer killed
-  // mid-run leaves its npm running into qmd-next, and a slower (niced) one overlapped the
-  // re-run's install there (interruptions.test.ts: ENOTEMPTY).
   writes: [QMD_PREFIX, QMD_NEXT, QMD_MANIFEST, { type: 'programs', path: LAYOUT.qmdPrefix, files: (components) => qmdFiles(components.qmd.package) }],
   async check({ host, components }) {
     const { package: name, version: want } = components.qmd;
