@@ -329,7 +329,9 @@ export function summarize(runs: readonly BenchRun[], states: StateVerdict | unde
       detail: ranOps.length === 0 ? 'not judged: no re-run ran' : failedOps.length === 0 ? `${ranOps.length} re-runs` : failedOps.map(({ run, o }) => `#${run.index} ${run.mode} ${o.op}: exit ${o.exitCode}${o.error ? ` (${o.error.slice(0, 300)})` : ''}`).join('; '),
     },
     ...operations.map(({ op, serialMedianMs: sm, concurrentMedianMs: cm, ratio: r, serial: ns, concurrent: nc }): Verdict => {
-      const missing = ns < options.rounds || nc < options.rounds ? `not judged: ${ns} serial and ${nc} concurrent of ${options.rounds} succeeded` : undefined;
+      const missing = ranOps.length === 0
+        ? 'not judged: no re-run ran (BENCH_RERUNS=0)'
+        : ns < options.rounds || nc < options.rounds ? `not judged: ${ns} serial and ${nc} concurrent of ${options.rounds} succeeded` : undefined;
       const skip = notTimed ?? missing;
       return {
         name: `${op}: concurrent <= ${TARGET_RERUN.toFixed(2)} x serial (medians; no slower than before, with room for noise)`,

@@ -210,4 +210,11 @@ describe('the medians and verdicts', () => {
     expect(summary.verdicts.slice(5).map((v) => v.ok)).toEqual([true, undefined, undefined]);
     expect(summary.verdicts[6]!.detail).toContain('not judged: 1 serial and 0 concurrent of 1 succeeded');
   });
+
+  it('with no re-run at all (BENCH_RERUNS=0) each re-run verdict says so, not "0 of N succeeded"', () => {
+    const runs = [run(1, 'serial', 100_000, 100_000), run(2, 'concurrent', 60_000, 60_000)];
+    const summary = summarize(runs, equal, { serialFlag: '--serial', rounds: 1 });
+    expect(summary.verdicts.slice(4).map((v) => v.ok)).toEqual([undefined, undefined, undefined, undefined]);
+    for (const v of summary.verdicts.slice(5)) expect(v.detail).toMatch(/^not judged: no re-run ran \(BENCH_RERUNS=0\)/);
+  });
 });
