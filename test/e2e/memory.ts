@@ -310,7 +310,11 @@ export async function noProcessPerChat(world: World, chat: ChatFn, token: string
   // Every turn had the QMD tools (the 256-runtime cap was not hit), and the log says no admission failed.
   const turns = world.ai.requests.slice(firstRequest);
   expect(turns.length).toBeGreaterThanOrEqual(chats);
-  expect(turns.filter((r) => !r.tools.includes('qmd__query') || !r.tools.includes('qmd__get')).length, JSON.stringify(turns.at(-1)?.tools)).toBe(0);
+  const without = turns.filter((r) => !r.tools.includes('qmd__query') || !r.tools.includes('qmd__get'));
+  // Which requests lacked them, and what they carried: a chat turn whose MCP listing
+  // failed, or a request of another kind (no tools at all)?
+  const lacking = without.slice(0, 3).map((r) => ({ model: r.model, tools: r.tools, asked: /session probe [^"\\]*/.exec(r.body)?.[0] ?? r.body.slice(0, 160) }));
+  expect(without.length, `${without.length} of ${turns.length} model requests without the QMD tools: ${JSON.stringify(lacking)}`).toBe(0);
   const refused = await c.sh(`${USER_ENV} journalctl --user -u ${GATEWAY_UNIT} --no-pager | grep -c 'live runtime limit' || true`);
   expect(Number(refused.stdout.trim() || 0)).toBe(0);
 
