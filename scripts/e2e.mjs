@@ -197,9 +197,7 @@ function summary() {
     say(`|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`);
     for (const row of rows) say(line(row));
     for (const r of results.filter((x) => x.job.file.endsWith('server.e2e.ts') && x.code !== 0)) {
-      const t = read(r.job.report);
-      if (t?.failureReason) say(`${r.job.name}: why: ${t.failureReason}`);
-      for (const line of t?.failureDetail ?? []) say(`${r.job.name}: | ${line}`);
+      sayFailure(r.job.name, read(r.job.report));
     }
     for (const r of results.filter((x) => x.job.file.endsWith('server.e2e.ts'))) {
       const t = read(r.job.report);
@@ -212,10 +210,15 @@ function summary() {
     const t = read(r.job.report) ?? {};
     const parts = Object.entries(t.timings ?? {}).map(([k, v]) => `${k} ${s(v)}`);
     say(`${r.job.name}: ${r.code === 0 ? 'passed' : `FAILED${t.failedStep ? ` at ${t.failedStep}` : ''}`} in ${s(r.ms)}${parts.length ? `; ${parts.join(', ')}` : ''}`);
-    if (r.code !== 0 && t.failureReason) say(`${r.job.name}: why: ${t.failureReason}`);
-    if (r.code !== 0) for (const line of t.failureDetail ?? []) say(`${r.job.name}: | ${line}`);
+    if (r.code !== 0) sayFailure(r.job.name, t);
     for (const note of t.notes ?? []) say(`${r.job.name}: ${note}`);
   }
+}
+
+/** A failed job's first line of why and its gateway's journal lines (test/e2e/steps.ts failureDetail). */
+function sayFailure(name, report) {
+  if (report?.failureReason) say(`${name}: why: ${report.failureReason}`);
+  for (const line of report?.failureDetail ?? []) say(`${name}: | ${line}`);
 }
 
 /**

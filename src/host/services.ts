@@ -89,7 +89,7 @@ export class Services {
       return states;
     }
     units.forEach((unit, i) => {
-      const props = new Map(blocks[i]!.split('\n').map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)] as const));
+      const props = showProperties(blocks[i]!);
       const pid = Number(props.get('MainPID'));
       states.set(unit, {
         active: ACTIVE_STATES.includes(props.get('ActiveState') ?? ''),
@@ -111,7 +111,7 @@ export class Services {
   async mainProcess(scope: ServiceScope, unit: string): Promise<MainProcess | undefined> {
     const result = await this.systemctl(scope, ['show', `--property=${PROCESS_SHOWN.join(',')}`, unit], true, 30_000).catch(() => undefined);
     if (!result || result.exitCode !== 0) return undefined;
-    const props = new Map(result.stdout.split('\n').filter((line) => line.includes('=')).map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)] as const));
+    const props = showProperties(result.stdout);
     if (!props.has('ActiveState') || !props.has('MainPID')) return undefined;
     const pid = Number(props.get('MainPID'));
     const restarts = Number(props.get('NRestarts'));
@@ -195,6 +195,12 @@ export interface MainProcess {
   result: string;
   /** How the last main process ended ("exit status 1", "signal KILL"), when one did. */
   lastExit?: string;
+}
+
+/** `systemctl show`'s Key=value lines (one unit's block) as a map. */
+function showProperties(block: string): Map<string, string> {
+  const lines = block.split('\n').filter((line) => line.includes('='));
+  return new Map(lines.map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)] as const));
 }
 
 const PROCESS_SHOWN = ['ActiveState', 'SubState', 'MainPID', 'NRestarts', 'Result', 'ExecMainCode', 'ExecMainStatus'];
