@@ -7,6 +7,7 @@ import { readStoredAnswers } from '../answers/index.js';
 import { RUNTIME_CONFIG, validateCandidate } from '../steps/runtime-config.js';
 import { octal, writeRecorded } from '../pipeline/files.js';
 import { applyRuntimeSecrets, planRuntimeSecrets } from '../steps/runtime-secrets.js';
+import { startRefusal, type StartRefusal } from '../steps/health.js';
 import { channelFilesPlan, type ChannelFilesPlan } from './channel.js';
 import { enforceConfinement } from './confinement.js';
 import { appendGuardLog, syslog } from './log.js';
@@ -129,7 +130,12 @@ async function enforce(host: Host, { answers, profile }: GuardInputs, options: G
   const secrets = await planRuntimeSecrets(host, answers);
   for (const change of secrets.changes) restorations.push({ what: change.target, before: change.summary.replace(`${change.target}: `, ''), after: 'restored from the stored answers' });
 
-  const restart = configChanged || channel.dropIn !== undefined || secrets.restart;
+  // A gateway that stopped itself at a start on a busy server (a reboot under load) stays
+  // down: systemd does not restart its exit 78. The guard starts it again (hourly at worst).
+  const parked = await parkedByBusyStart(host);
+  if (parked) restorations.push({ what: LAYOUT.gatewayUnit, before: `stopped itself at its start, the server too busy (${parked.reason})`, after: 'started again' });
+
+  const restart = configChanged || channel.dropIn !== undefined || secrets.restart || parked !== undefined;
   if (options.check || restorations.length === 0) return { check: options.check, restorations, restarted: false };
 
   if (configChanged) {
@@ -143,8 +149,16 @@ async function enforce(host: Host, { answers, profile }: GuardInputs, options: G
   await channel.apply();
   if (secrets.changes.length > 0 || secrets.dirMode) await applyRuntimeSecrets(host, secrets);
   if (channel.dropIn !== undefined) await host.services.daemonReload('user');
+  if (parked) await host.services.resetFailed('user', LAYOUT.gatewayUnit);
   if (restart) await host.services.restart('user', LAYOUT.gatewayUnit);
   return { check: false, restorations, restarted: restart };
+}
+
+/** The gateway's exit-78 refusal when it is the busy-server one (steps/health.ts), else undefined. */
+async function parkedByBusyStart(host: Host): Promise<StartRefusal | undefined> {
+  const now = await host.services.mainProcess('user', LAYOUT.gatewayUnit);
+  const refusal = now ? await startRefusal(host, now) : undefined;
+  return refusal?.transient ? refusal : undefined;
 }
 
 export function formatRestoration(r: Restoration): string {

@@ -42,7 +42,7 @@ export function isReadOnlyCommand(command: string, args: readonly string[]): boo
 
 const READS = {
   files: ['real', 'read', 'readBytes', 'stat', 'exists', 'list', 'readLink', 'tempPathFor'],
-  services: ['isActive', 'isEnabled', 'mainPid', 'mainProcess', 'resources'],
+  services: ['isActive', 'isEnabled', 'mainPid', 'mainProcess', 'journalTail', 'resources'],
   locks: ['holders', 'waitFree'],
   net: ['request'],
   log: ['debug', 'info', 'warn', 'error', 'close', 'routeConsole'],

@@ -126,6 +126,19 @@ export class Services {
   }
 
   /**
+   * A unit's last `lines` journal lines as printed (`-o cat`), raw: callers mask secrets
+   * before showing any. Empty when the journal cannot be read (no user manager).
+   */
+  async journalTail(scope: ServiceScope, unit: string, lines: number): Promise<string[]> {
+    const scoped = scope === 'user' ? ['--user', '-u', unit] : ['-u', unit];
+    const result = await this.exec
+      .run('journalctl', [...scoped, '-n', String(lines), '--no-pager', '-o', 'cat'], { env: scope === 'user' ? userManagerEnv() : undefined, allowFailure: true, timeoutMs: 30_000 })
+      .catch(() => undefined);
+    if (!result || result.exitCode !== 0) return [];
+    return result.stdout.split('\n').filter((line) => line.trim() !== '');
+  }
+
+  /**
    * What the manager applies to a unit's resources (the MemoryMax it computed from a
    * percentage, its cgroup), raw; asked in the same batched `systemctl show` as the state.
    */

@@ -52,6 +52,8 @@ export interface GatewayWaitOptions {
   patienceMs?: number;
   capMs?: number;
   pollMs?: number;
+  /** How often systemd is asked within the patience (default 5 s): for a gateway that stopped itself. */
+  stateEveryMs?: number;
 }
 
 /**
@@ -79,7 +81,64 @@ function lateRestarts(now: MainProcess, starting: MainProcess, pids: Set<number>
   return counted + (now.subState === 'auto-restart' ? 1 : 0);
 }
 
-/** Polls /healthz after a (re)start until it answers, within the limits above. */
+/**
+ * How the pinned OpenClaw says it stopped itself: exit status 78 (EX_CONFIG), which the
+ * unit's RestartPreventExitStatus=78 (the release's own service policy) keeps systemd
+ * from restarting. It means a config error or a state migration that needs a person...
+ */
+export const GATEWAY_REFUSAL_EXIT = 'exit status 78';
+
+/**
+ * ...or a server too busy at the gateway's start: its startup state migrations take a
+ * lease whose heartbeat worker must be ready within 5 s (LEASE_HEARTBEAT_START_TIMEOUT_MS
+ * in the release's code); when it is not, the migration step is refused and the gateway
+ * exits 78 with this line in its journal. Nothing is written before the refusal, so a
+ * plain start runs the migrations again (checked against the pinned release: test/
+ * runtime/gateway-refusal.test.ts makes its worker miss the limit).
+ */
+export const LEASE_STARTUP_TIMEOUT = /state lease heartbeat did not become ready \(phase=startup, trigger=timeout/;
+
+/** How many times a gateway that stopped itself for that busy-server reason is started again. */
+export const REFUSED_STARTS_ALLOWED = 3;
+
+export interface StartRefusal {
+  /** The busy-server refusal (LEASE_STARTUP_TIMEOUT): starting it again is the fix. */
+  transient: boolean;
+  /** The gateway's own words for why it stopped (secrets masked), or how it ended. */
+  reason: string;
+}
+
+/** The unit's journal lines of its last start: after systemd's last "Started ..." line for it. */
+function lastStartLines(lines: string[]): string[] {
+  let from = 0;
+  lines.forEach((line, i) => {
+    if (/^Started .*OpenClaw gateway/.test(line)) from = i + 1;
+  });
+  return lines.slice(from);
+}
+
+/**
+ * Why the gateway stopped itself (exit 78), from its journal, or undefined when it did
+ * not (it runs, systemd restarts it, or it ended another way).
+ */
+export async function startRefusal(host: Host, now: MainProcess): Promise<StartRefusal | undefined> {
+  if (now.pid !== undefined || now.subState === 'auto-restart' || now.lastExit !== GATEWAY_REFUSAL_EXIT) return undefined;
+  const lines = lastStartLines(await host.services.journalTail('user', LAYOUT.gatewayUnit, 300));
+  const transient = lines.some((line) => LEASE_STARTUP_TIMEOUT.test(line));
+  const said = [...lines].reverse().find((line) => /Gateway failed to start|gateway requires/.test(line));
+  const reason = said ? host.redactor.redact(said).slice(0, 300) : `${GATEWAY_REFUSAL_EXIT}, nothing in its journal says why`;
+  return { transient, reason };
+}
+
+/** How often the wait asks systemd about the gateway while still within its patience. */
+const STATE_EVERY_MS = 5000;
+
+/**
+ * Polls /healthz after a (re)start until it answers, within the limits above. A gateway
+ * that stopped itself because the server was too busy at its start (LEASE_STARTUP_TIMEOUT)
+ * is started again, up to REFUSED_STARTS_ALLOWED times, each start with a new patience;
+ * one that stopped itself for any other reason fails at once, with its own words.
+ */
 export async function waitForGateway(host: Host, options: GatewayWaitOptions = {}): Promise<GatewayWait> {
   const started = Date.now();
   const progress = options.progress ?? (() => {});
@@ -87,6 +146,7 @@ export async function waitForGateway(host: Host, options: GatewayWaitOptions = {
   const patienceMs = fixed !== undefined ? Number(fixed) : (options.patienceMs ?? START_PATIENCE_MS);
   const capMs = fixed !== undefined ? Number(fixed) : (options.capMs ?? START_CAP_MS);
   const pollMs = options.pollMs ?? 1000;
+  const stateEveryMs = options.stateEveryMs ?? STATE_EVERY_MS;
   let last = await probeHealth(host);
   // The gateway's process when the patience ran out (systemd's answer): from then on it
   // may be restarted LATE_RESTARTS_ALLOWED times, and must not be stopped or failed. A
@@ -94,22 +154,46 @@ export async function waitForGateway(host: Host, options: GatewayWaitOptions = {
   let starting: MainProcess | undefined;
   const pids = new Set<number>();
   let unanswered = 0;
+  // The patience runs from the last start this wait made (a refused start started again).
+  let startedAt = started;
+  let askedAt = started;
+  let startsAgain = 0;
   for (;;) {
     if (last.ok) return { ok: true, detail: last.detail, waitedMs: Date.now() - started };
     const elapsed = Date.now() - started;
     if (elapsed >= capMs) break;
-    if (elapsed < patienceMs) {
-      progress(`waiting for ${healthUrl(host)}: ${waitProgress(elapsed, patienceMs)} (${last.detail})`);
+    const sinceStart = Date.now() - startedAt;
+    const patient = sinceStart < patienceMs;
+    if (patient && Date.now() - askedAt < stateEveryMs) {
+      progress(`waiting for ${healthUrl(host)}: ${waitProgress(sinceStart, patienceMs)} (${last.detail})`);
     } else {
+      askedAt = Date.now();
       const now = await host.services.mainProcess('user', LAYOUT.gatewayUnit).catch(() => undefined);
-      if (!now) {
+      const refusal = now ? await startRefusal(host, now) : undefined;
+      const after = `after ${Math.round(elapsed / 1000)} s`;
+      if (refusal && !refusal.transient) {
+        return { ok: false, detail: `${last.detail}; the gateway stopped itself (${GATEWAY_REFUSAL_EXIT}) ${after}: ${refusal.reason}`, waitedMs: elapsed };
+      }
+      if (refusal) {
+        if (startsAgain >= REFUSED_STARTS_ALLOWED) {
+          return { ok: false, detail: `${last.detail}; the gateway stopped itself at its start ${startsAgain + 1} times, the server too busy for its 5 s startup limit (${refusal.reason}) ${after}`, waitedMs: elapsed };
+        }
+        startsAgain++;
+        progress(`the gateway stopped itself at its start: the server was too busy for its state lease worker's 5 s startup limit; starting it again (${startsAgain} of ${REFUSED_STARTS_ALLOWED})`);
+        await host.services.resetFailed('user', LAYOUT.gatewayUnit);
+        await host.services.start('user', LAYOUT.gatewayUnit);
+        startedAt = Date.now();
+        starting = undefined;
+        pids.clear();
+      } else if (patient) {
+        progress(`waiting for ${healthUrl(host)}: ${waitProgress(sinceStart, patienceMs)} (${last.detail})`);
+      } else if (!now) {
         unanswered++;
         progress(`waiting for ${healthUrl(host)}: ${waitProgress(elapsed, capMs)}; systemd did not say how the gateway is (${unanswered} time(s)); still waiting (${last.detail})`);
       } else {
         starting ??= now;
         if (now.pid !== undefined) pids.add(now.pid);
         const restarts = lateRestarts(now, starting, pids);
-        const after = `after ${Math.round(elapsed / 1000)} s`;
         if (now.pid === undefined && now.subState !== 'auto-restart') {
           return { ok: false, detail: `${last.detail}; the gateway is not running: ${now.activeState}/${now.subState}${howEnded(now)} ${after}`, waitedMs: elapsed };
         }

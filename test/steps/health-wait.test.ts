@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Host } from '../../src/host/index.js';
 import type { MainProcess } from '../../src/host/services.js';
-import { LATE_RESTARTS_ALLOWED, waitForGateway } from '../../src/steps/health.js';
+import { LATE_RESTARTS_ALLOWED, REFUSED_STARTS_ALLOWED, waitForGateway } from '../../src/steps/health.js';
 
 /**
  * The gateway's (re)start wait: patient with a gateway that is still the same starting
@@ -15,9 +15,18 @@ function running(pid: number | undefined, restarts = 0): MainProcess {
   return pid === undefined ? { activeState: 'inactive', subState: 'dead', restarts, result: 'success' } : { pid, activeState: 'active', subState: 'running', restarts, result: 'success' };
 }
 
-function scriptedHost(options: { answersAfterMs?: number; answersAfterAsk?: number; pid?: (ask: number) => number | undefined; process?: (ask: number) => Answer; env?: Record<string, string> }): { host: Host; pidAsked: () => number } {
+function scriptedHost(options: {
+  answersAfterMs?: number;
+  answersAfterAsk?: number;
+  answersAfterStarts?: number;
+  pid?: (ask: number) => number | undefined;
+  process?: (ask: number) => Answer;
+  journal?: () => string[];
+  env?: Record<string, string>;
+}): { host: Host; pidAsked: () => number; calls: string[] } {
   const started = Date.now();
   let asked = 0;
+  const calls: string[] = [];
   const answer = options.process ?? ((ask: number) => running(options.pid!(ask)));
   const host = {
     env: options.env ?? {},
@@ -25,15 +34,20 @@ function scriptedHost(options: { answersAfterMs?: number; answersAfterAsk?: numb
       request: async () => {
         if (options.answersAfterMs !== undefined && Date.now() - started >= options.answersAfterMs) return { status: 200, body: 'ok' };
         if (options.answersAfterAsk !== undefined && asked >= options.answersAfterAsk) return { status: 200, body: 'ok' };
+        if (options.answersAfterStarts !== undefined && calls.filter((c) => c === 'start').length >= options.answersAfterStarts) return { status: 200, body: 'ok' };
         throw new Error('connect ECONNREFUSED 127.0.0.1:18789');
       },
     },
     services: {
       // Scripted by the question's number, not by time: the same answers on a busy machine.
       mainProcess: async () => answer(++asked),
+      journalTail: async () => options.journal?.() ?? [],
+      resetFailed: async () => void calls.push('reset-failed'),
+      start: async () => void calls.push('start'),
     },
+    redactor: { redact: (text: string) => text.replace(/pkt_\w+/g, 'pkt_****') },
   } as unknown as Host;
-  return { host, pidAsked: () => asked };
+  return { host, pidAsked: () => asked, calls };
 }
 
 const LIMITS = { patienceMs: 200, capMs: 1500, pollMs: 20 };
@@ -134,5 +148,73 @@ describe('waitForGateway', () => {
     expect(wait.waitedMs).toBeGreaterThanOrEqual(300);
     expect(wait.waitedMs).toBeLessThan(LIMITS.capMs);
     expect(pidAsked()).toBe(0);
+  });
+
+  describe('a gateway that stopped itself (exit 78: systemd does not restart it)', () => {
+    // The pinned OpenClaw's lines when its state lease worker missed the 5 s startup limit
+    // (as test/runtime/gateway-refusal.test.ts sees them from the real release).
+    const BUSY = [
+      'Started openclaw-gateway.service - OpenClaw gateway (private AI agent).',
+      '- Agent database maintenance deferred: agent database maintenance lease core:agent-database-maintenance/global was lost | state lease heartbeat did not become ready (phase=startup, trigger=timeout, status=starting, elapsedMs=5012, timeoutMs=5000, onlineObserved=false, startupPhase=entry-not-observed)',
+      'Gateway failed to start: OpenClaw startup migrations did not complete cleanly; refusing to report the gateway ready.',
+    ];
+    const CONFIG = ['Started openclaw-gateway.service - OpenClaw gateway (private AI agent).', 'Gateway failed to start: Invalid config at /root/.openclaw/openclaw.json: models.providers.service.apiKey pkt_live_secret_123 is not a SecretRef'];
+    const refused: MainProcess = { activeState: 'failed', subState: 'failed', restarts: 0, result: 'exit-code', lastExit: 'exit status 78' };
+    // Asked every poll within the patience here: the wait's checks are by count, not time.
+    const QUICK = { ...LIMITS, patienceMs: 60_000, capMs: 60_000, stateEveryMs: 0 };
+
+    it('for a server too busy at its start: started again (reset-failed, start), and it ends well', async () => {
+      const lines: string[] = [];
+      const { host, calls } = scriptedHost({ answersAfterStarts: 1, process: () => refused, journal: () => BUSY });
+      const wait = await waitForGateway(host, { ...QUICK, progress: (text) => lines.push(text) });
+      expect(wait.ok).toBe(true);
+      expect(calls).toEqual(['reset-failed', 'start']);
+      expect(lines.some((line) => new RegExp(`too busy for its state lease worker's 5 s startup limit; starting it again \\(1 of ${REFUSED_STARTS_ALLOWED}\\)`).test(line))).toBe(true);
+    });
+
+    it(`stops after ${REFUSED_STARTS_ALLOWED} starts again, well before the cap`, async () => {
+      const { host, calls } = scriptedHost({ process: () => refused, journal: () => BUSY });
+      const wait = await waitForGateway(host, QUICK);
+      expect(wait.ok).toBe(false);
+      expect(calls.filter((c) => c === 'start')).toHaveLength(REFUSED_STARTS_ALLOWED);
+      expect(wait.detail).toMatch(new RegExp(`stopped itself at its start ${REFUSED_STARTS_ALLOWED + 1} times, the server too busy`));
+      expect(wait.detail).toContain('Gateway failed to start: OpenClaw startup migrations did not complete cleanly');
+      expect(wait.waitedMs).toBeLessThan(QUICK.capMs);
+    });
+
+    it('for any other reason (a config error): fails at once with its own words, secrets masked, never started again', async () => {
+      const { host, calls } = scriptedHost({ process: () => refused, journal: () => CONFIG });
+      const wait = await waitForGateway(host, QUICK);
+      expect(wait.ok).toBe(false);
+      expect(calls).toEqual([]);
+      expect(wait.detail).toMatch(/the gateway stopped itself \(exit status 78\) after \d+ s: Gateway failed to start: Invalid config/);
+      expect(wait.detail).toContain('pkt_****');
+      expect(wait.detail).not.toContain('pkt_live_secret_123');
+      expect(wait.waitedMs).toBeLessThan(QUICK.capMs);
+    });
+
+    it('the busy-server line of an earlier start does not count for the last one', async () => {
+      const { host, calls } = scriptedHost({ process: () => refused, journal: () => [...BUSY, ...CONFIG] });
+      const wait = await waitForGateway(host, QUICK);
+      expect(wait.ok).toBe(false);
+      expect(calls).toEqual([]);
+      expect(wait.detail).toMatch(/Invalid config/);
+    });
+
+    it('an exit 78 with an empty journal is a refusal that says so, not a busy server', async () => {
+      const { host, calls } = scriptedHost({ process: () => refused, journal: () => [] });
+      const wait = await waitForGateway(host, QUICK);
+      expect(wait.ok).toBe(false);
+      expect(calls).toEqual([]);
+      expect(wait.detail).toMatch(/exit status 78, nothing in its journal says why/);
+    });
+
+    it('within the patience, a running gateway that systemd is asked about is waited for as before', async () => {
+      const { host, pidAsked, calls } = scriptedHost({ answersAfterMs: 300, pid: () => 4242 });
+      const wait = await waitForGateway(host, QUICK);
+      expect(wait.ok).toBe(true);
+      expect(pidAsked()).toBeGreaterThanOrEqual(1);
+      expect(calls).toEqual([]);
+    });
   });
 });
