@@ -18,6 +18,8 @@ afterEach(async () => {
 const config = () => JSON.parse(sb.read(LAYOUT.runtimeConfig)!);
 const setConfig = (c: unknown) => sb.write(LAYOUT.runtimeConfig, JSON.stringify(c, null, 2), 0o600);
 const restarts = () => sb.calls('systemctl').filter((c) => c.args.includes('restart')).length;
+/** What the guard asked systemd to do: every call but its reads (`show`: is the gateway parked?). */
+const systemctlActions = () => sb.calls('systemctl').filter((c) => !c.args.includes('show'));
 const syslog = () => fs.readFileSync(path.join(sb.state, 'syslog'), 'utf8');
 
 describe('service-deploy guard (binary, sandbox)', () => {
@@ -27,7 +29,7 @@ describe('service-deploy guard (binary, sandbox)', () => {
     expect(run.exitCode, String(run.stderr)).toBe(0);
     expect(run.stdout).toContain('guard: nothing to restore');
     expect(snapshotFiles(sb.root)).toEqual(before);
-    expect(sb.calls('systemctl')).toEqual([]);
+    expect(systemctlActions()).toEqual([]);
     expect(sb.calls('openclaw')).toEqual([]);
     expect(syslog().trim().split('\n').pop()).toMatch(/service-guard\x1fok: nothing to restore$/);
   });
@@ -75,7 +77,7 @@ describe('service-deploy guard (binary, sandbox)', () => {
     expect(out).toMatchObject({ changed: true, restarted: true });
     expect(out.restorations.map((r: { what: string }) => r.what)).toEqual([LAYOUT.channelDropIn]);
     expect(sb.read(LAYOUT.channelDropIn)).toBe(channelDropInContent());
-    const calls = sb.calls('systemctl').map((c) => c.args.join(' '));
+    const calls = systemctlActions().map((c) => c.args.join(' '));
     expect(calls).toEqual(['--user daemon-reload', `--user restart ${LAYOUT.gatewayUnit}`]);
     const environ = fs.readFileSync(`/proc/${sb.gatewayPid()}/environ`, 'utf8');
     expect(environ).toContain(`SERVICE_CHANNEL_TOKEN=${CHANNEL.token}`);
@@ -124,6 +126,49 @@ describe('service-deploy guard (binary, sandbox)', () => {
     expect(syslog()).toMatch(/service-guard\x1ffailed: OpenClaw rejects/);
   });
 
+  describe('a gateway that stopped itself (exit 78: systemd does not restart it)', () => {
+    const GATEWAY = `${LAYOUT.gatewayUnit}`;
+    const park = (journal: string[]) => {
+      fs.rmSync(path.join(sb.state, `user-${GATEWAY}.active`), { force: true });
+      fs.writeFileSync(path.join(sb.state, `user-${GATEWAY}.refused`), '');
+      fs.writeFileSync(path.join(sb.state, `journal-${GATEWAY}`), `${journal.join('\n')}\n`);
+    };
+    const BUSY = [
+      'Started openclaw-gateway.service - OpenClaw gateway (private AI agent).',
+      '- Agent database maintenance deferred: agent database maintenance lease core:agent-database-maintenance/global was lost | state lease heartbeat did not become ready (phase=startup, trigger=timeout, status=starting, elapsedMs=5004, timeoutMs=5000, onlineObserved=false, startupPhase=entry-not-observed)',
+      'Gateway failed to start: OpenClaw startup migrations did not complete cleanly; refusing to report the gateway ready.',
+    ];
+
+    it('at a start on a busy server (a reboot under load): started again (reset-failed, restart), logged; --check only says so', async () => {
+      park(BUSY);
+      const before = snapshotFiles(sb.root);
+      const check = await sb.run(['guard', '--check']);
+      expect(check.exitCode, String(check.stderr)).toBe(0);
+      expect(check.stdout).toMatch(new RegExp(`would restore ${GATEWAY}: stopped itself at its start, the server too busy \\(Gateway failed to start: OpenClaw startup migrations`));
+      expect(systemctlActions()).toEqual([]);
+      expect(snapshotFiles(sb.root)).toEqual(before);
+
+      const run = await sb.run(['guard', '--json']);
+      expect(run.exitCode, String(run.stderr)).toBe(0);
+      expect(jsonOutput('guard', run.stdout)).toMatchObject({ changed: true, restarted: true, restorations: [{ what: GATEWAY, after: 'started again' }] });
+      expect(systemctlActions().map((c) => c.args.join(' '))).toEqual([`--user reset-failed ${GATEWAY}`, `--user restart ${GATEWAY}`]);
+      expect(sb.read(LAYOUT.guardLog)).toMatch(/restored openclaw-gateway\.service: stopped itself at its start/);
+      expect(fs.existsSync(path.join(sb.state, `user-${GATEWAY}.active`))).toBe(true);
+
+      sb.clearCalls();
+      expect((await sb.run(['guard'])).stdout).toContain('nothing to restore');
+      expect(restarts()).toBe(0);
+    });
+
+    it('for another reason (a config error): left for a person, not started', async () => {
+      park(['Started openclaw-gateway.service - OpenClaw gateway (private AI agent).', 'Gateway failed to start: Invalid config at /root/.openclaw/openclaw.json']);
+      const run = await sb.run(['guard']);
+      expect(run.exitCode, String(run.stderr)).toBe(0);
+      expect(run.stdout).toContain('nothing to restore');
+      expect(systemctlActions()).toEqual([]);
+    });
+  });
+
   it('--check reports drift and changes nothing', async () => {
     const c = config();
     delete c.gateway.auth;
@@ -133,7 +178,7 @@ describe('service-deploy guard (binary, sandbox)', () => {
     expect(run.exitCode).toBe(0);
     expect(run.stdout).toMatch(/would restore gateway\.auth: missing -> mode token/);
     expect(snapshotFiles(sb.root)).toEqual(before);
-    expect(sb.calls('systemctl')).toEqual([]);
+    expect(systemctlActions()).toEqual([]);
   });
 
   it('two guards never run at once: the second names the first (refused, exit 2)', async () => {
@@ -141,7 +186,7 @@ describe('service-deploy guard (binary, sandbox)', () => {
     const run = await sb.run(['guard']);
     expect(run.exitCode).toBe(2);
     expect(run.stderr).toMatch(new RegExp(`another guard is running \\(pid ${process.pid}`));
-    expect(sb.calls('systemctl')).toEqual([]);
+    expect(systemctlActions()).toEqual([]);
   });
 
   it('rotates guard.log by size, keeping one old copy', async () => {
