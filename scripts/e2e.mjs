@@ -196,9 +196,6 @@ function summary() {
     say(line(head));
     say(`|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`);
     for (const row of rows) say(line(row));
-    for (const r of results.filter((x) => x.job.file.endsWith('server.e2e.ts') && x.code !== 0)) {
-      sayFailure(r.job.name, read(r.job.report));
-    }
     for (const r of results.filter((x) => x.job.file.endsWith('server.e2e.ts'))) {
       const t = read(r.job.report);
       if (t?.quickstart?.walkthrough?.line) say(`${r.job.name}: ${t.quickstart.walkthrough.line}`);
@@ -210,15 +207,16 @@ function summary() {
     const t = read(r.job.report) ?? {};
     const parts = Object.entries(t.timings ?? {}).map(([k, v]) => `${k} ${s(v)}`);
     say(`${r.job.name}: ${r.code === 0 ? 'passed' : `FAILED${t.failedStep ? ` at ${t.failedStep}` : ''}`} in ${s(r.ms)}${parts.length ? `; ${parts.join(', ')}` : ''}`);
-    if (r.code !== 0) sayFailure(r.job.name, t);
     for (const note of t.notes ?? []) say(`${r.job.name}: ${note}`);
   }
+  // Last, so that a CI log's tail (all that is kept of it) holds them.
+  for (const r of results.filter((x) => x.code !== 0)) sayFailure(r.job.name, read(r.job.report));
 }
 
-/** A failed job's first line of why and its gateway's journal lines (test/e2e/steps.ts failureDetail). */
+/** A failed job's gateway journal lines (test/e2e/steps.ts failureDetail), then its first line of why. */
 function sayFailure(name, report) {
-  if (report?.failureReason) say(`${name}: why: ${report.failureReason}`);
   for (const line of report?.failureDetail ?? []) say(`${name}: | ${line}`);
+  say(`${name}: why: ${report?.failureReason ?? 'no report (see the job\'s own log above)'}`);
 }
 
 /**
