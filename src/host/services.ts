@@ -126,13 +126,16 @@ export class Services {
   }
 
   /**
-   * A unit's last `lines` journal lines as printed (`-o cat`), raw: callers mask secrets
-   * before showing any. Empty when the journal cannot be read (no user manager).
+   * A unit's last `lines` journal lines as printed (`-o cat`), its manager's lines about it
+   * included ("Started ..."), raw: callers mask secrets before showing any. Empty when the
+   * journal cannot be read. A user unit is asked for with --user-unit, not `--user -u`:
+   * `--user` opens only per-user journal files, which a volatile journal (/run/log/journal)
+   * never splits off, so it would find nothing there.
    */
   async journalTail(scope: ServiceScope, unit: string, lines: number): Promise<string[]> {
-    const scoped = scope === 'user' ? ['--user', '-u', unit] : ['-u', unit];
+    const scoped = scope === 'user' ? [`--user-unit=${unit}`] : ['-u', unit];
     const result = await this.exec
-      .run('journalctl', [...scoped, '-n', String(lines), '--no-pager', '-o', 'cat'], { env: scope === 'user' ? userManagerEnv() : undefined, allowFailure: true, timeoutMs: 30_000 })
+      .run('journalctl', [...scoped, '-n', String(lines), '--no-pager', '-o', 'cat'], { allowFailure: true, timeoutMs: 30_000 })
       .catch(() => undefined);
     if (!result || result.exitCode !== 0) return [];
     return result.stdout.split('\n').filter((line) => line.trim() !== '');

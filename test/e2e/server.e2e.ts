@@ -380,6 +380,32 @@ systemctl restart nginx || true`);
     report.stores = await storesOnServer(world);
   });
 
+  suiteStep('trixie', '6d. a gateway that stopped itself at a start on a busy server (exit 78, not restarted by systemd): the guard recognizes it from the journal and starts it again', 8 * 60_000, async () => {
+    const c = world.container;
+    // What a loaded server's cold start amounts to: the installed release's state lease
+    // worker gets 1 ms instead of 5 s to be ready (its files put back byte for byte after).
+    const limit = 'const LEASE_HEARTBEAT_START_TIMEOUT_MS = 5e3;';
+    const dist = '/opt/service-deploy/openclaw-current/dist';
+    const files = (await c.ok(`grep -rlF '${limit}' ${dist}/`)).trim().split('\n');
+    expect(files.length, files.join(', ')).toBeGreaterThanOrEqual(2);
+    const state = `${USER_ENV} systemctl --user show --property=ActiveState,ExecMainStatus ${GATEWAY_UNIT}`;
+    try {
+      await c.ok(files.map((f) => `cp -p ${f} ${f}.e2e-kept && sed -i 's/${limit}/const LEASE_HEARTBEAT_START_TIMEOUT_MS = 1;/' ${f}`).join('\n'));
+      await c.ok(`${USER_ENV} systemctl --user restart ${GATEWAY_UNIT}`);
+      const parked = await c.sh(`for i in $(seq 1 360); do s=$(${state}); case "$s" in *ActiveState=failed*ExecMainStatus=78*|*ExecMainStatus=78*ActiveState=failed*) exit 0 ;; esac; sleep 0.5; done; echo "$s"; exit 1`, { timeoutMs: 240_000 });
+      expect(parked.exitCode, `the gateway did not stop itself with exit 78: ${parked.stdout}`).toBe(0);
+    } finally {
+      await c.ok(files.map((f) => `[ ! -e ${f}.e2e-kept ] || mv ${f}.e2e-kept ${f}`).join('\n'));
+    }
+    expect(await c.ok(`grep -rlF '${limit}' ${dist}/ | wc -l`)).toBe(`${files.length}\n`);
+    const guard = await world.deploy('guard --json');
+    expect(guard.exitCode, `${guard.stdout}\n${guard.stderr}`).toBe(0);
+    expect(guard.json).toMatchObject({ restarted: true, restorations: [{ what: GATEWAY_UNIT, after: 'started again', before: expect.stringMatching(/stopped itself at its start, the server too busy \(Gateway failed to start/) }] });
+    report.parkedGatewayBackMs = await waitHealthy(300_000);
+    expect(await world.userUnit('ActiveState')).toBe('active');
+    expect((await world.deploy('guard --json')).json).toMatchObject({ changed: false, restarted: false });
+  });
+
   step('7. --reset-clean: backup holds config + workspace; runtime, mesh client, config, workspace gone; restore brings it back', 12 * 60_000, async () => {
     const c = world.container;
     await c.ok('mkdir -p /root/.openclaw/workspace && echo "e2e memory marker" >/root/.openclaw/workspace/E2E-MARKER.md');
