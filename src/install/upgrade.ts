@@ -195,8 +195,7 @@ async function failed(
 
 /** The last lines the gateway logged (for the report; secrets masked). */
 async function gatewayLog(host: Host): Promise<string[]> {
-  const result = await host.exec.run('journalctl', ['--user', '-u', LAYOUT.gatewayUnit, '-n', '15', '--no-pager', '-o', 'cat'], { allowFailure: true, timeoutMs: 15_000, env: { XDG_RUNTIME_DIR: '/run/user/0' } });
-  return host.redactor.redact(result.stdout).split('\n').filter(Boolean).slice(-15);
+  return (await host.services.journalTail('user', LAYOUT.gatewayUnit, 15)).map((line) => host.redactor.redact(line));
 }
 
 interface RollbackResult {

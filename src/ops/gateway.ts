@@ -82,8 +82,8 @@ async function logs(host: Host, options: OpsOptions): Promise<void> {
   const problem = numberTextProblem(given, { min: 1, max: 100_000, whole: true });
   if (problem) throw new UsageError(`--lines ${shown(given)}: ${problem}`, 'e.g. --lines 50; nothing was run');
   const lines = Number(given);
-  const result = await host.exec.run('journalctl', ['--user', '-u', UNIT, '-n', String(lines), '--no-pager', ...(options.json ? ['-o', 'json'] : [])], {
-    env: userManagerEnv(),
+  // --user-unit, not `--user -u`: see Services.journalTail (a volatile journal has no per-user files).
+  const result = await host.exec.run('journalctl', [`--user-unit=${UNIT}`, '-n', String(lines), '--no-pager', ...(options.json ? ['-o', 'json'] : [])], {
     timeoutMs: 60_000,
   });
   // The journal can hold secrets the gateway printed; mask the ones this run knows.

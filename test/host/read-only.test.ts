@@ -70,7 +70,7 @@ describe('the read-only host (check mode by construction)', () => {
 
   it('refuses service changes, locks and downloads; reads pass', async () => {
     const { root, ro, marker } = sandboxHost();
-    for (const name of methodsOf(Services.prototype).filter((m) => !['isActive', 'isEnabled', 'mainPid', 'mainProcess', 'resources'].includes(m))) {
+    for (const name of methodsOf(Services.prototype).filter((m) => !['isActive', 'isEnabled', 'mainPid', 'mainProcess', 'journalTail', 'resources'].includes(m))) {
       expect(() => (ro.services as unknown as Record<string, (...a: unknown[]) => unknown>)[name]!('user', 'x.service'), name).toThrow(CheckModeViolation);
     }
     expect(await ro.services.isActive('system', 'nginx')).toBe(true); // the stand-in says active

@@ -48,7 +48,7 @@ describe('gateway wrappers (root user manager env set for the caller)', () => {
     const run = await sb.run(['gateway', 'logs', '-n', '2']);
     expect(run.exitCode, String(run.stderr)).toBe(0);
     expect(String(run.stdout)).toBe('line two\nline three');
-    expect(sb.calls('journalctl')[0]!.args).toEqual(['--user', '-u', LAYOUT.gatewayUnit, '-n', '2', '--no-pager']);
+    expect(sb.calls('journalctl')[0]!.args).toEqual([`--user-unit=${LAYOUT.gatewayUnit}`, '-n', '2', '--no-pager']);
     const json = await sb.run(['gateway', 'logs', '-n', '2', '--json']);
     expect(json.exitCode, String(json.stderr)).toBe(0);
     const doc = jsonOutput('gateway-logs', json.stdout);
