@@ -24,7 +24,7 @@ export interface GuardOptions {
 export interface GuardOutcome {
   check: boolean;
   restorations: Restoration[];
-  /** The gateway was restarted (only when a file it reads changed). */
+  /** The gateway was restarted (only when a file it reads changed, or it had stopped itself on a busy start). */
   restarted: boolean;
 }
 
@@ -38,7 +38,8 @@ export const GUARD_TAG = 'service-guard';
  * and only when something differs: validates the candidate with OpenClaw's own
  * validator, replaces the file atomically, restores the gateway's secret source, the
  * channel drop-in and channel.env mode, restarts the gateway once, and logs every restoration (secrets
- * masked) to syslog and guard.log. A correct server is left untouched: no write,
+ * masked) to syslog and guard.log. A gateway that stopped itself at a start on a busy
+ * server (steps/health.ts startRefusal) is started again: systemd does not. A correct server is left untouched: no write,
  * no restart; one "ok" line goes to syslog so doctor can tell when the guard last ran.
  */
 export async function runGuard(given: Host, options: GuardOptions): Promise<GuardOutcome> {
