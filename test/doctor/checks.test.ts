@@ -167,6 +167,22 @@ describe('each check: broken fixture fails (or warns) with its fix; healthy pass
     });
   }
 
+  it('health: a gateway that stopped itself (exit 78) is named, a busy start with "start it again", any other reason with its own words', async () => {
+    sb.host.env.SERVICE_HEALTH_URL = 'http://127.0.0.1:9/healthz';
+    await sb.systemctl('--user', 'stop', LAYOUT.gatewayUnit);
+    state(`user-${LAYOUT.gatewayUnit}.refused`, '');
+    const started = 'Started openclaw-gateway.service - OpenClaw gateway (private AI agent).';
+    state(`journal-${LAYOUT.gatewayUnit}`, `${started}\n- x | state lease heartbeat did not become ready (phase=startup, trigger=timeout, status=starting)\nGateway failed to start: OpenClaw startup migrations did not complete cleanly; refusing to report the gateway ready.\n`);
+    const busy = await check('health');
+    expect(busy.status).toBe('fail');
+    expect(busy.message).toMatch(/the gateway stopped itself at its start, the server too busy \(Gateway failed to start: OpenClaw startup migrations.*systemd does not restart it/);
+    expect(busy.fix).toMatch(/start it again/);
+    state(`journal-${LAYOUT.gatewayUnit}`, `${started}\nGateway failed to start: Invalid config at /root/.openclaw/openclaw.json\n`);
+    const config = await check('health');
+    expect(config.message).toMatch(/the gateway stopped itself \(exit status 78\): Gateway failed to start: Invalid config/);
+    expect(config.fix).toMatch(/a start alone stops again/);
+  });
+
   it('nginx-default-site: where nginx predates the install, Debian\'s site is a note to act on by hand; a site of the server\'s own passes', async () => {
     // Not the install's nginx: not among the packages it added, no sandbox drop-in.
     sb.write(LAYOUT.packagesFile, JSON.stringify({ packages: ['cron', 'nftables'] }), 0o600);

@@ -1,6 +1,6 @@
-import { HEALTH_VERDICT_TIMEOUT_MS, healthUrl, probeHealth } from '../../steps/health.js';
+import { LAYOUT } from '../../layout.js';
+import { GATEWAY_REFUSAL_EXIT, HEALTH_VERDICT_TIMEOUT_MS, healthUrl, probeHealth, startRefusal } from '../../steps/health.js';
 import { fail, pass, type Check } from '../types.js';
-
 
 export const healthCheck: Check = {
   id: 'health',
@@ -11,6 +11,20 @@ export const healthCheck: Check = {
     // status would then call a working agent broken).
     const probe = await probeHealth(host, HEALTH_VERDICT_TIMEOUT_MS);
     if (probe.ok) return pass(`${healthUrl(host)}: ${probe.detail}`);
+    // A gateway that stopped itself (exit 78) is not restarted by systemd: say why, and
+    // whether a start is the fix (a busy start) or a person must act first.
+    const now = await host.services.mainProcess('user', LAYOUT.gatewayUnit).catch(() => undefined);
+    const refusal = now ? await startRefusal(host, now) : undefined;
+    if (refusal?.transient) {
+      return fail(`${healthUrl(host)} does not answer: the gateway stopped itself at its start, the server too busy (${refusal.reason}); systemd does not restart it`, 'start it again (the hourly guard does too)', {
+        commands: ['service-deploy gateway restart'],
+      });
+    }
+    if (refusal) {
+      return fail(`${healthUrl(host)} does not answer: the gateway stopped itself (${GATEWAY_REFUSAL_EXIT}): ${refusal.reason}`, 'fix what it names (its log says more), then restart it; a start alone stops again', {
+        commands: ['service-deploy gateway logs', 'service-deploy gateway restart'],
+      });
+    }
     return fail(`${healthUrl(host)} does not answer: ${probe.detail}`, 'the gateway takes 10-20 s after a start; if it stays down, read its log and restart it', {
       commands: ['service-deploy gateway logs', 'service-deploy gateway restart'],
     });
