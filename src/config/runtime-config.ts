@@ -161,7 +161,16 @@ export function desiredRuntimeConfig(existing: RuntimeConfig | undefined, settin
 
 /** The resident QMD MCP server (qmd-mcp.service, steps/memory-service.ts). */
 export const QMD_MCP_URL = `http://127.0.0.1:${QMD_MCP_PORT}/mcp`;
-export const QMD_MCP_ENTRY = { url: QMD_MCP_URL, transport: 'streamable-http' } as const;
+/**
+ * requestTimeoutMs: the pinned OpenClaw gives a new session's MCP runtime 1.5 s to list
+ * a server's tools (BUNDLE_MCP_CATALOG_LIST_TIMEOUT_MS in agents/agent-bundle-mcp-runtime)
+ * unless the server has a requestTimeoutMs, and a turn whose listing ran out goes ahead
+ * without that server's tools, saying so only in the gateway's log. Under load (36 new
+ * portal sessions at once on a busy 2-core server, e2e 5c) QMD's listing took longer for
+ * 2 turns. 60 s is the release's own default for a tool call, so only the listing changes.
+ */
+export const QMD_MCP_REQUEST_TIMEOUT_MS = 60_000;
+export const QMD_MCP_ENTRY = { url: QMD_MCP_URL, transport: 'streamable-http', requestTimeoutMs: QMD_MCP_REQUEST_TIMEOUT_MS } as const;
 
 /**
  * mcp.sessionIdleTtlMs: OpenClaw keeps a session's MCP runtime (its connections to the

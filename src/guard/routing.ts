@@ -170,7 +170,8 @@ function describeSecretProvider(entry: unknown): string {
 function describeMcpServer(entry: unknown): string {
   if (!isObj(entry)) return show(entry);
   // A stdio server's arguments and environment, a URL's user info may carry secrets: not shown.
-  return entry.url !== undefined ? `${show(entry.transport)} ${withoutUserInfo(entry.url)}` : `${show(entry.transport)} command ${show(entry.command)}`;
+  const timeout = entry.requestTimeoutMs !== undefined ? `, requestTimeoutMs ${show(entry.requestTimeoutMs)}` : '';
+  return entry.url !== undefined ? `${show(entry.transport)} ${withoutUserInfo(entry.url)}${timeout}` : `${show(entry.transport)} command ${show(entry.command)}${timeout}`;
 }
 
 function withoutUserInfo(url: unknown): string {

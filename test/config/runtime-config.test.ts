@@ -64,7 +64,7 @@ describe('desiredRuntimeConfig', () => {
     expect(c.tools.byProvider).toEqual({ [`service/${profile.heartbeatModelId}`]: { allow: ['session_status'] } });
     expect(c.session.reset).toEqual({ mode: 'idle', idleMinutes: 7 * 24 * 60 });
     // QMD: the one resident server over HTTP (no process per session), and the idle limit.
-    expect(c.mcp.servers.qmd).toEqual({ url: 'http://127.0.0.1:18788/mcp', transport: 'streamable-http' });
+    expect(c.mcp.servers.qmd).toEqual({ url: 'http://127.0.0.1:18788/mcp', transport: 'streamable-http', requestTimeoutMs: 60000 });
     expect(c.mcp.sessionIdleTtlMs).toBe(300_000);
     expect(c.plugins.entries['service-channel']).toBeUndefined();
   });
@@ -104,7 +104,7 @@ describe('desiredRuntimeConfig', () => {
   it('replaces a stdio qmd server (the install before issue 26) and a user\'s idle limit; keeps other MCP keys', () => {
     const existing = { mcp: { sessionIdleTtlMs: 0, servers: { qmd: { command: '/opt/service-deploy/qmd/node_modules/.bin/qmd', args: ['mcp'], transport: 'stdio' }, notes: { url: 'https://notes.example/mcp' } } } };
     const c = desiredRuntimeConfig(existing, settings) as any;
-    expect(c.mcp.servers.qmd).toEqual({ url: 'http://127.0.0.1:18788/mcp', transport: 'streamable-http' });
+    expect(c.mcp.servers.qmd).toEqual({ url: 'http://127.0.0.1:18788/mcp', transport: 'streamable-http', requestTimeoutMs: 60000 });
     expect(c.mcp.servers.notes).toEqual({ url: 'https://notes.example/mcp' });
     expect(c.mcp.sessionIdleTtlMs).toBe(300_000);
   });

@@ -79,7 +79,7 @@ export async function memoryAndHeartbeat(world: World): Promise<Record<string, u
   // QMD runs as one resident service on loopback, and the gateway is pointed at it.
   expect((await c.ok(`${USER_ENV} systemctl --user is-active ${QMD_UNIT}`)).trim()).toBe('active');
   expect(await c.ok('ss -Hltn')).toMatch(/127\.0\.0\.1:18788\s/);
-  expect(world.runtimeConfig().mcp.servers.qmd).toEqual({ url: QMD_URL, transport: 'streamable-http' });
+  expect(world.runtimeConfig().mcp.servers.qmd).toEqual({ url: QMD_URL, transport: 'streamable-http', requestTimeoutMs: 60000 });
 
   // The agent writes a memory file; the timer's refresh indexes it; the service finds it.
   const word = `zebrafish${Date.now().toString(36)}`;

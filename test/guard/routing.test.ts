@@ -98,7 +98,7 @@ describe('enforceRouting', () => {
     const { config, restorations } = enforceRouting(c, answers, profile) as { restorations: any[]; config: any };
     expect(config).toEqual(good());
     expect(restorations.map((r) => [r.what, r.before, r.after])).toEqual([
-      ['mcp.servers.qmd', 'stdio command /opt/service-deploy/qmd/node_modules/.bin/qmd', 'streamable-http http://127.0.0.1:18788/mcp'],
+      ['mcp.servers.qmd', 'stdio command /opt/service-deploy/qmd/node_modules/.bin/qmd', 'streamable-http http://127.0.0.1:18788/mcp, requestTimeoutMs 60000'],
       ['mcp.sessionIdleTtlMs', '(unset)', '300000'],
     ]);
     expect(JSON.stringify(restorations)).not.toContain('hunter2');
@@ -109,6 +109,12 @@ describe('enforceRouting', () => {
     const second = enforceRouting(d, answers, profile) as { restorations: any[]; config: any };
     expect(second.restorations.map((r) => r.before)).toEqual(['streamable-http http://****@127.0.0.1:9999/mcp']);
     expect(second.config.mcp.servers.mine).toEqual({ url: 'https://mine.example/mcp' });
+    // A deployment from before the listing timeout (or one with it removed) gets it back.
+    const e = good();
+    delete e.mcp.servers.qmd.requestTimeoutMs;
+    const third = enforceRouting(e, answers, profile) as { restorations: any[]; config: any };
+    expect(third.restorations.map((r) => [r.what, r.before, r.after])).toEqual([['mcp.servers.qmd', 'streamable-http http://127.0.0.1:18788/mcp', 'streamable-http http://127.0.0.1:18788/mcp, requestTimeoutMs 60000']]);
+    expect(third.config.mcp.servers.qmd.requestTimeoutMs).toBe(60000);
   });
 
   it('keeps user settings it does not manage', () => {

@@ -48,7 +48,7 @@ describe('QMD memory', () => {
     expect(sb.stat(LAYOUT.qmdNext.slice(1))).toBeUndefined();
     expect(sb.stat(LAYOUT.qmdRefreshScript.slice(1))?.isFile()).toBe(true);
     const cfg = JSON.parse(sb.read(LAYOUT.runtimeConfig.slice(1))!);
-    expect(cfg.mcp.servers.qmd).toEqual({ url: 'http://127.0.0.1:18788/mcp', transport: 'streamable-http' });
+    expect(cfg.mcp.servers.qmd).toEqual({ url: 'http://127.0.0.1:18788/mcp', transport: 'streamable-http', requestTimeoutMs: 60000 });
   });
 
   it('creates the collection over the memory files, refreshes it, keeps it private, starts the timer; a re-run does nothing', async () => {
