@@ -39,8 +39,9 @@ export const GUARD_TAG = 'service-guard';
  * validator, replaces the file atomically, restores the gateway's secret source, the
  * channel drop-in and channel.env mode, restarts the gateway once, and logs every restoration (secrets
  * masked) to syslog and guard.log. A gateway that stopped itself at a start on a busy
- * server (steps/health.ts startRefusal) is started again: systemd does not. A correct server is left untouched: no write,
- * no restart; one "ok" line goes to syslog so doctor can tell when the guard last ran.
+ * server (steps/health.ts startRefusal) is started again: systemd does not. A correct
+ * server is left untouched: no write, no restart; one "ok" line goes to syslog so doctor
+ * can tell when the guard last ran.
  */
 export async function runGuard(given: Host, options: GuardOptions): Promise<GuardOutcome> {
   // --check runs on the read-only host: any write would be a bug, and throws.
