@@ -7,7 +7,7 @@ import { readStoredAnswers } from '../answers/index.js';
 import { RUNTIME_CONFIG, validateCandidate } from '../steps/runtime-config.js';
 import { octal, writeRecorded } from '../pipeline/files.js';
 import { applyRuntimeSecrets, planRuntimeSecrets } from '../steps/runtime-secrets.js';
-import { startRefusal, type StartRefusal } from '../steps/health.js';
+import { gatewayStartRefusal, type StartRefusal } from '../steps/health.js';
 import { channelFilesPlan, type ChannelFilesPlan } from './channel.js';
 import { enforceConfinement } from './confinement.js';
 import { appendGuardLog, syslog } from './log.js';
@@ -158,8 +158,7 @@ async function enforce(host: Host, { answers, profile }: GuardInputs, options: G
 
 /** The gateway's exit-78 refusal when it is the busy-server one (steps/health.ts), else undefined. */
 async function parkedByBusyStart(host: Host): Promise<StartRefusal | undefined> {
-  const now = await host.services.mainProcess('user', LAYOUT.gatewayUnit);
-  const refusal = now ? await startRefusal(host, now) : undefined;
+  const refusal = await gatewayStartRefusal(host);
   return refusal?.transient ? refusal : undefined;
 }
 

@@ -130,6 +130,12 @@ export async function startRefusal(host: Host, now: MainProcess): Promise<StartR
   return { transient, reason };
 }
 
+/** startRefusal of the gateway as systemd sees it now (doctor, the guard); undefined when systemd does not answer. */
+export async function gatewayStartRefusal(host: Host): Promise<StartRefusal | undefined> {
+  const now = await host.services.mainProcess('user', LAYOUT.gatewayUnit);
+  return now ? startRefusal(host, now) : undefined;
+}
+
 /** How often the wait asks systemd about the gateway while still within its patience. */
 const STATE_EVERY_MS = 5000;
 

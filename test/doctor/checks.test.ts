@@ -17,6 +17,7 @@ import { REPO } from '../helpers/binary.js';
 const REPO_COMPONENTS = path.join(REPO, 'templates/components.json');
 import { createHost } from '../../src/host/index.js';
 import type { RunResult } from '../../src/host/exec.js';
+import { BUSY_START_JOURNAL, CONFIG_ERROR_JOURNAL } from '../helpers/gateway-journal.js';
 
 let sb: OpsSandbox;
 beforeEach(async () => {
@@ -171,13 +172,12 @@ describe('each check: broken fixture fails (or warns) with its fix; healthy pass
     sb.host.env.SERVICE_HEALTH_URL = 'http://127.0.0.1:9/healthz';
     await sb.systemctl('--user', 'stop', LAYOUT.gatewayUnit);
     state(`user-${LAYOUT.gatewayUnit}.refused`, '');
-    const started = 'Started openclaw-gateway.service - OpenClaw gateway (private AI agent).';
-    state(`journal-${LAYOUT.gatewayUnit}`, `${started}\n- x | state lease heartbeat did not become ready (phase=startup, trigger=timeout, status=starting)\nGateway failed to start: OpenClaw startup migrations did not complete cleanly; refusing to report the gateway ready.\n`);
+    state(`journal-${LAYOUT.gatewayUnit}`, `${BUSY_START_JOURNAL.join('\n')}\n`);
     const busy = await check('health');
     expect(busy.status).toBe('fail');
     expect(busy.message).toMatch(/the gateway stopped itself at its start, the server too busy \(Gateway failed to start: OpenClaw startup migrations.*systemd does not restart it/);
     expect(busy.fix).toMatch(/start it again/);
-    state(`journal-${LAYOUT.gatewayUnit}`, `${started}\nGateway failed to start: Invalid config at /root/.openclaw/openclaw.json\n`);
+    state(`journal-${LAYOUT.gatewayUnit}`, `${CONFIG_ERROR_JOURNAL.join('\n')}\n`);
     const config = await check('health');
     expect(config.message).toMatch(/the gateway stopped itself \(exit status 78\): Gateway failed to start: Invalid config/);
     expect(config.fix).toMatch(/a start alone stops again/);

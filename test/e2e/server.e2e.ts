@@ -30,6 +30,7 @@ import { signatureRefusedOnThisOpenssl } from './signature.js';
 import { storesOnServer } from './stores.js';
 import { shortSoak } from './soak-short.js';
 import { lockedTreesOnServer } from './locked-trees.js';
+import { BUSY_START_LINES } from '../helpers/gateway-journal.js';
 
 const components = JSON.parse(fs.readFileSync(path.join(REPO, 'templates/components.json'), 'utf8'));
 /** The Node the x64/arm64 binary is built on (package-lock.json). */
@@ -388,11 +389,7 @@ systemctl restart nginx || true`);
     // say them) and exits 78. A slow worker cannot be made on purpose here: made slow
     // everywhere, the gateway's own lease fails first and exits 1 (systemd restarts that).
     const dropIn = `/root/.config/systemd/user/${GATEWAY_UNIT}.d/zz-e2e-refusal.conf`;
-    const lines = [
-      '- Agent database maintenance deferred: agent database maintenance lease core:agent-database-maintenance/global was lost | state lease heartbeat did not become ready (phase=startup, trigger=timeout, status=starting, elapsedMs=5045, timeoutMs=5000, onlineObserved=false, startupPhase=entry-not-observed)',
-      'Gateway failed to start: OpenClaw startup migrations did not complete cleanly; refusing to report the gateway ready.',
-    ];
-    const say = lines.map((line) => `echo '${line}'`).join('; ');
+    const say = BUSY_START_LINES.map((line) => `echo '${line}'`).join('; ');
     const state = `${USER_ENV} systemctl --user show --property=ActiveState,ExecMainStatus ${GATEWAY_UNIT}`;
     try {
       await c.ok(`cat > ${dropIn} <<'EOF'\n[Service]\nExecStart=\nExecStart=/bin/sh -c "${say}; exit 78"\nEOF\n${USER_ENV} systemctl --user daemon-reload && ${USER_ENV} systemctl --user restart ${GATEWAY_UNIT}`);

@@ -6,6 +6,7 @@ import { channelDropInContent } from '../../src/steps/channel.js';
 import { CHANNEL, makeHealthySandbox, type OpsSandbox } from '../helpers/ops-sandbox.js';
 import { SECRETS, snapshotFiles } from '../helpers/sandbox.js';
 import { jsonOutput } from '../helpers/json-schemas.js';
+import { BUSY_START_JOURNAL, CONFIG_ERROR_JOURNAL } from '../helpers/gateway-journal.js';
 
 let sb: OpsSandbox;
 beforeEach(async () => {
@@ -133,11 +134,7 @@ describe('service-deploy guard (binary, sandbox)', () => {
       fs.writeFileSync(path.join(sb.state, `user-${GATEWAY}.refused`), '');
       fs.writeFileSync(path.join(sb.state, `journal-${GATEWAY}`), `${journal.join('\n')}\n`);
     };
-    const BUSY = [
-      'Started openclaw-gateway.service - OpenClaw gateway (private AI agent).',
-      '- Agent database maintenance deferred: agent database maintenance lease core:agent-database-maintenance/global was lost | state lease heartbeat did not become ready (phase=startup, trigger=timeout, status=starting, elapsedMs=5004, timeoutMs=5000, onlineObserved=false, startupPhase=entry-not-observed)',
-      'Gateway failed to start: OpenClaw startup migrations did not complete cleanly; refusing to report the gateway ready.',
-    ];
+    const BUSY = BUSY_START_JOURNAL;
 
     it('at a start on a busy server (a reboot under load): started again (reset-failed, restart), logged; --check only says so', async () => {
       park(BUSY);
@@ -161,7 +158,7 @@ describe('service-deploy guard (binary, sandbox)', () => {
     });
 
     it('for another reason (a config error): left for a person, not started', async () => {
-      park(['Started openclaw-gateway.service - OpenClaw gateway (private AI agent).', 'Gateway failed to start: Invalid config at /root/.openclaw/openclaw.json']);
+      park(CONFIG_ERROR_JOURNAL);
       const run = await sb.run(['guard']);
       expect(run.exitCode, String(run.stderr)).toBe(0);
       expect(run.stdout).toContain('nothing to restore');

@@ -10,6 +10,7 @@ import { budget, waitUntil } from '../helpers/budget.js';
 import { freePort } from '../helpers/nginx.js';
 import { ensureOpenClaw, pinnedNodePath } from '../helpers/openclaw.js';
 import { tempDir } from '../helpers/tmp.js';
+import { SYSTEMD_STARTED } from '../helpers/gateway-journal.js';
 
 /**
  * The busy-server refusal the health wait and the guard start again (steps/health.ts),
@@ -76,7 +77,7 @@ describe('the pinned OpenClaw, its state lease worker too slow at the start (ste
     expect(lines.some((line) => LEASE_STARTUP_TIMEOUT.test(line)), String(refused.all).slice(-3000)).toBe(true);
 
     // What the wait and the guard read from the journal: the systemd line, then the gateway's.
-    const journal = ['Started openclaw-gateway.service - OpenClaw gateway (private AI agent).', ...lines];
+    const journal = [SYSTEMD_STARTED, ...lines];
     const host = { services: { journalTail: async () => journal }, redactor: { redact: (text: string) => text } } as unknown as Host;
     const refusal = await startRefusal(host, { activeState: 'failed', subState: 'failed', result: 'exit-code', lastExit: GATEWAY_REFUSAL_EXIT });
     expect(refusal).toEqual({ transient: true, reason: expect.stringMatching(/^Gateway failed to start: /) });

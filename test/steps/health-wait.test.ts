@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { Host } from '../../src/host/index.js';
 import type { MainProcess } from '../../src/host/services.js';
 import { LATE_RESTARTS_ALLOWED, REFUSED_STARTS_ALLOWED, waitForGateway } from '../../src/steps/health.js';
+import { BUSY_START_JOURNAL, CONFIG_ERROR_JOURNAL, SYSTEMD_STARTED } from '../helpers/gateway-journal.js';
 
 /**
  * The gateway's (re)start wait: patient with a gateway that is still the same starting
@@ -151,14 +152,8 @@ describe('waitForGateway', () => {
   });
 
   describe('a gateway that stopped itself (exit 78: systemd does not restart it)', () => {
-    // The pinned OpenClaw's lines when its state lease worker missed the 5 s startup limit
-    // (as test/runtime/gateway-refusal.test.ts sees them from the real release).
-    const BUSY = [
-      'Started openclaw-gateway.service - OpenClaw gateway (private AI agent).',
-      '- Agent database maintenance deferred: agent database maintenance lease core:agent-database-maintenance/global was lost | state lease heartbeat did not become ready (phase=startup, trigger=timeout, status=starting, elapsedMs=5012, timeoutMs=5000, onlineObserved=false, startupPhase=entry-not-observed)',
-      'Gateway failed to start: OpenClaw startup migrations did not complete cleanly; refusing to report the gateway ready.',
-    ];
-    const CONFIG = ['Started openclaw-gateway.service - OpenClaw gateway (private AI agent).', 'Gateway failed to start: Invalid config at /root/.openclaw/openclaw.json: models.providers.service.apiKey pkt_live_secret_123 is not a SecretRef'];
+    const BUSY = BUSY_START_JOURNAL;
+    const CONFIG = [SYSTEMD_STARTED, `${CONFIG_ERROR_JOURNAL[1]}: models.providers.service.apiKey pkt_live_secret_123 is not a SecretRef`];
     const refused: MainProcess = { activeState: 'failed', subState: 'failed', restarts: 0, result: 'exit-code', lastExit: 'exit status 78' };
     // Asked every poll within the patience here: the wait's checks are by count, not time.
     const QUICK = { ...LIMITS, patienceMs: 60_000, capMs: 60_000, stateEveryMs: 0 };

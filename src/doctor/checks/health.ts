@@ -1,5 +1,4 @@
-import { LAYOUT } from '../../layout.js';
-import { GATEWAY_REFUSAL_EXIT, HEALTH_VERDICT_TIMEOUT_MS, healthUrl, probeHealth, startRefusal } from '../../steps/health.js';
+import { GATEWAY_REFUSAL_EXIT, HEALTH_VERDICT_TIMEOUT_MS, gatewayStartRefusal, healthUrl, probeHealth } from '../../steps/health.js';
 import { fail, pass, type Check } from '../types.js';
 
 export const healthCheck: Check = {
@@ -13,8 +12,7 @@ export const healthCheck: Check = {
     if (probe.ok) return pass(`${healthUrl(host)}: ${probe.detail}`);
     // A gateway that stopped itself (exit 78) is not restarted by systemd: say why, and
     // whether a start is the fix (a busy start) or a person must act first.
-    const now = await host.services.mainProcess('user', LAYOUT.gatewayUnit).catch(() => undefined);
-    const refusal = now ? await startRefusal(host, now) : undefined;
+    const refusal = await gatewayStartRefusal(host);
     if (refusal?.transient) {
       return fail(`${healthUrl(host)} does not answer: the gateway stopped itself at its start, the server too busy (${refusal.reason}); systemd does not restart it`, 'start it again (the hourly guard does too)', {
         commands: ['service-deploy gateway restart'],
