@@ -290,7 +290,9 @@ export class Files {
   }
 
   async remove(p: string): Promise<void> {
-    await fs.rm(this.real(p), { recursive: true, force: true });
+    // Retried (ENOTEMPTY, EBUSY): a writer may still be adding files while the folder is
+    // emptied, e.g. the npm of an install killed with -9, orphaned, finishing into *-next.
+    await fs.rm(this.real(p), { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
   }
 
   async rename(from: string, to: string): Promise<void> {
