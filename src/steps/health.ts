@@ -78,7 +78,19 @@ function howEnded(now: MainProcess): string {
  */
 function lateRestarts(now: MainProcess, starting: MainProcess, pids: Set<number>): number {
   const counted = now.restarts !== undefined && starting.restarts !== undefined ? now.restarts - starting.restarts : Math.max(0, pids.size - 1);
-  return counted + (now.subState === 'auto-restart' ? 1 : 0);
+  return counted + (now.subState.startsWith('auto-restart') ? 1 : 0);
+}
+
+/**
+ * systemd is between two runs of the gateway and will go on by itself: starting it
+ * (start-pre, start), waiting out RestartSec (auto-restart, auto-restart-queued) or
+ * stopping what is left of the last run before it restarts. Only inactive or failed is
+ * an end. On a loaded server the start-pre window (the unit's `mkdir` of the run folder)
+ * lasts long enough to be seen: CI's fleet job once read activating/start-pre as "not
+ * running" and failed an install whose gateway systemd was restarting.
+ */
+function systemdMoving(now: MainProcess): boolean {
+  return now.activeState === 'activating' || now.activeState === 'deactivating' || now.activeState === 'reloading';
 }
 
 /**
@@ -122,7 +134,8 @@ function lastStartLines(lines: string[]): string[] {
  * not (it runs, systemd restarts it, or it ended another way).
  */
 export async function startRefusal(host: Host, now: MainProcess): Promise<StartRefusal | undefined> {
-  if (now.pid !== undefined || now.subState === 'auto-restart' || now.lastExit !== GATEWAY_REFUSAL_EXIT) return undefined;
+  // ExecMainStatus still holds the last run's exit while systemd starts the next one.
+  if (now.pid !== undefined || systemdMoving(now) || now.lastExit !== GATEWAY_REFUSAL_EXIT) return undefined;
   const lines = lastStartLines(await host.services.journalTail('user', LAYOUT.gatewayUnit, 300));
   const transient = lines.some((line) => LEASE_STARTUP_TIMEOUT.test(line));
   const said = [...lines].reverse().find((line) => /Gateway failed to start|gateway requires/.test(line));
@@ -134,6 +147,19 @@ export async function startRefusal(host: Host, now: MainProcess): Promise<StartR
 export async function gatewayStartRefusal(host: Host): Promise<StartRefusal | undefined> {
   const now = await host.services.mainProcess('user', LAYOUT.gatewayUnit);
   return now ? startRefusal(host, now) : undefined;
+}
+
+/** How many of the gateway's last journal lines a failed wait repeats. */
+const LAST_WORDS = 3;
+
+/**
+ * The gateway's last journal lines since its last start, secrets masked, for a failed
+ * wait's message: what the partner (and a CI log's tail) needs to know why.
+ */
+async function lastWords(host: Host): Promise<string> {
+  const lines = await host.services.journalTail('user', LAYOUT.gatewayUnit, 300).catch(() => [] as string[]);
+  const words = lastStartLines(lines).slice(-LAST_WORDS).map((line) => host.redactor.redact(line).slice(0, 240));
+  return words.length > 0 ? `; its journal's last lines: ${words.join(' | ')}` : '';
 }
 
 /** How often the wait asks systemd about the gateway while still within its patience. */
@@ -200,13 +226,18 @@ export async function waitForGateway(host: Host, options: GatewayWaitOptions = {
         starting ??= now;
         if (now.pid !== undefined) pids.add(now.pid);
         const restarts = lateRestarts(now, starting, pids);
-        if (now.pid === undefined && now.subState !== 'auto-restart') {
-          return { ok: false, detail: `${last.detail}; the gateway is not running: ${now.activeState}/${now.subState}${howEnded(now)} ${after}`, waitedMs: elapsed };
+        if (now.pid === undefined && !systemdMoving(now)) {
+          return { ok: false, detail: `${last.detail}; the gateway is not running: ${now.activeState}/${now.subState}${howEnded(now)} ${after}${await lastWords(host)}`, waitedMs: elapsed };
         }
         if (restarts > LATE_RESTARTS_ALLOWED) {
-          return { ok: false, detail: `${last.detail}; the gateway keeps exiting: ${restarts} restarts by systemd past ${Math.round(patienceMs / 1000)} s, the last${howEnded(now) || ' one'} ${after}`, waitedMs: elapsed };
+          return { ok: false, detail: `${last.detail}; the gateway keeps exiting: ${restarts} restarts by systemd past ${Math.round(patienceMs / 1000)} s, the last${howEnded(now) || ' one'} ${after}${await lastWords(host)}`, waitedMs: elapsed };
         }
-        const state = now.pid === undefined ? `the gateway exited${howEnded(now)}, systemd restarts it` : `the gateway (pid ${now.pid}) is still starting`;
+        const state =
+          now.pid !== undefined
+            ? `the gateway (pid ${now.pid}) is still starting`
+            : now.subState.startsWith('auto-restart')
+              ? `the gateway exited${howEnded(now)}, systemd restarts it`
+              : `systemd is starting the gateway (${now.activeState}/${now.subState})`;
         const counted = restarts > 0 ? ` (${restarts} of ${LATE_RESTARTS_ALLOWED} restarts allowed past the patience)` : '';
         progress(`waiting for ${healthUrl(host)}: ${waitProgress(elapsed, capMs)}; ${state}${counted} (${last.detail})`);
       }
@@ -215,7 +246,7 @@ export async function waitForGateway(host: Host, options: GatewayWaitOptions = {
     last = await probeHealth(host);
   }
   const silent = unanswered > 0 && !starting ? '; systemd never said how the gateway is' : '';
-  return { ok: false, detail: `${last.detail}${silent}`, waitedMs: Date.now() - started };
+  return { ok: false, detail: `${last.detail}${silent}${await lastWords(host)}`, waitedMs: Date.now() - started };
 }
 
 /** The gateway answers /healthz (it takes 10-30 s after a (re)start on a small server, minutes on a busy one). */

@@ -9,7 +9,7 @@ import { cleanupTempDirs } from '../helpers/tmp.js';
 import { E2E_CACHE } from './artifacts.js';
 import type { Suite } from './container.js';
 import { DOCTOR_TABLE_HEAD, EXAMPLE, Fleet, parseDoctorTable, playFailure, type DoctorRow, type PlayRun } from './fleet.js';
-import { log, seconds } from './harness.js';
+import { log, seconds, serverDiagnostics } from './harness.js';
 import { filesWithSecrets } from './secrets.js';
 import { EARLIER_LAYOUT, EARLIER_OPENCLAW, GLOBAL_PACKAGE, PINNED_OPENCLAW, healthzOn, installedOpenclaw, packBrokenBuildOn, putEarlierRelease } from './lifecycle.js';
 import { REPO } from '../helpers/binary.js';
@@ -34,7 +34,13 @@ const started = Date.now();
 
 const { step, failure } = scenarioSteps(async (error) => {
   const last = plays.at(-1);
-  return fleet.masked(`${error.message}\n--- last ansible-playbook output\n${last ? `${last.stdout.slice(-6000)}\n${last.stderr.slice(-2000)}` : '(none)'}`);
+  // The failed servers' own logs (their gateway journal) after the play's output: the
+  // run's summary repeats the first gateway journal, and a play names only the task.
+  const failedHosts = Object.entries(last?.recap ?? {}).filter(([, counts]) => (counts.failed ?? 0) > 0 || (counts.unreachable ?? 0) > 0).map(([name]) => name);
+  const servers = await Promise.all(
+    failedHosts.map(async (name) => `--- server ${name}\n${await serverDiagnostics(fleet.host(name).server.container).catch((e: Error) => `(no diagnostics: ${e.message})`)}`),
+  );
+  return fleet.masked(`${error.message}\n--- last ansible-playbook output\n${last ? `${last.stdout.slice(-6000)}\n${last.stderr.slice(-2000)}` : '(none)'}\n${servers.join('\n')}`);
 });
 
 async function play(playbook: string, args: string[] = []): Promise<PlayRun> {

@@ -446,12 +446,22 @@ curl -fsSL --cacert /root/e2e/ca.pem "$SERVICE_SETUP_URL/install.sh" | bash -s -
   /** Logs that explain a failure, secrets masked. */
   async diagnostics(): Promise<string> {
     if (!this.container?.initPid) return '';
-    const r = await this.container.sh(
-      `tail -n 60 /var/log/service-deploy/install.log 2>&1; echo '--- gateway journal'; ${USER_ENV} journalctl --user -u ${GATEWAY_UNIT} -n 60 --no-pager 2>&1; ${USER_ENV} systemctl --user status --no-pager -l ${GATEWAY_UNIT} 2>&1 | head -12; journalctl -n 40 --no-pager _SYSTEMD_USER_UNIT=${GATEWAY_UNIT} 2>&1; echo '--- nginx'; tail -n 20 /var/log/nginx/error.log 2>&1; systemctl --failed --no-legend 2>&1`,
-      { timeoutMs: 30_000 },
-    );
-    return this.masked(`${r.stdout}${r.stderr}`).slice(-8000);
+    return this.masked(await serverDiagnostics(this.container));
   }
+}
+
+/**
+ * A booted server's logs that explain a failure, raw (callers mask them): the install
+ * log's tail, then "--- gateway journal" (test/e2e/steps.ts failureDetail picks it): the
+ * gateway's journal with systemd's own lines about it (--user-unit=: a volatile journal
+ * keeps no per-user files for `--user`) and its status, then nginx and failed units.
+ */
+export async function serverDiagnostics(container: Container): Promise<string> {
+  const r = await container.sh(
+    `tail -n 60 /var/log/service-deploy/install.log 2>&1; echo '--- gateway journal'; journalctl --user-unit=${GATEWAY_UNIT} -n 60 --no-pager 2>&1; ${USER_ENV} systemctl --user status --no-pager -l ${GATEWAY_UNIT} 2>&1 | head -12; echo '--- nginx'; tail -n 20 /var/log/nginx/error.log 2>&1; systemctl --failed --no-legend 2>&1`,
+    { timeoutMs: 30_000 },
+  );
+  return `${r.stdout}${r.stderr}`.slice(-8000);
 }
 
 /** KEY='value' lines for `set -a; . FILE` (values single-quoted). */

@@ -127,6 +127,28 @@ describe('waitForGateway', () => {
     expect(wait.waitedMs).toBeLessThan(LIMITS.capMs);
   });
 
+  it('past the patience, a gateway systemd is starting again (activating/start-pre, the last exit still shown) is waited for, not "not running"', async () => {
+    const lines: string[] = [];
+    const startPre: MainProcess = { activeState: 'activating', subState: 'start-pre', restarts: 1, result: 'exit-code', lastExit: 'exit status 1' };
+    const { host } = scriptedHost({
+      answersAfterAsk: 8,
+      process: (ask) => (ask < 3 ? running(4242, 0) : ask < 6 ? startPre : running(5151, 1)),
+    });
+    const wait = await waitForGateway(host, { ...LIMITS, progress: (text) => lines.push(text) });
+    expect(wait.ok, wait.detail).toBe(true);
+    expect(lines.some((line) => /systemd is starting the gateway \(activating\/start-pre\) \(1 of 2 restarts allowed/.test(line))).toBe(true);
+  });
+
+  it('a failed wait repeats the gateway\'s last journal lines since its last start, secrets masked', async () => {
+    const journal = ['Started OpenClaw gateway (private AI agent).', 'old line', SYSTEMD_STARTED, 'gateway: loading config', 'gateway: provider key pkt_live_abc123 rejected', 'gateway: exiting'];
+    const { host } = scriptedHost({ pid: () => undefined, journal: () => journal });
+    const wait = await waitForGateway(host, LIMITS);
+    expect(wait.ok).toBe(false);
+    expect(wait.detail).toMatch(/its journal's last lines: gateway: loading config \| gateway: provider key pkt_\*\*\*\* rejected \| gateway: exiting$/);
+    expect(wait.detail).not.toContain('old line');
+    expect(wait.detail).not.toContain('pkt_live_abc123');
+  });
+
   it('without NRestarts (older systemd) the pids seen count the restarts', async () => {
     const { host } = scriptedHost({ answersAfterMs: 60_000, process: (ask) => ({ pid: 4000 + ask, activeState: 'active', subState: 'running', result: 'success' }) });
     const wait = await waitForGateway(host, LIMITS);
@@ -194,6 +216,14 @@ describe('waitForGateway', () => {
       expect(wait.ok).toBe(false);
       expect(calls).toEqual([]);
       expect(wait.detail).toMatch(/Invalid config/);
+    });
+
+    it('a gateway started again and still in start-pre (ExecMainStatus still 78) is not another refusal', async () => {
+      const startPre: MainProcess = { activeState: 'activating', subState: 'start-pre', restarts: 0, result: 'exit-code', lastExit: 'exit status 78' };
+      const { host, calls } = scriptedHost({ answersAfterAsk: 6, process: (ask) => (ask === 1 ? refused : ask < 5 ? startPre : running(7171)), journal: () => BUSY });
+      const wait = await waitForGateway(host, QUICK);
+      expect(wait.ok, wait.detail).toBe(true);
+      expect(calls).toEqual(['reset-failed', 'start']);
     });
 
     it('an exit 78 with an empty journal is a refusal that says so, not a busy server', async () => {
