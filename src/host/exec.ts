@@ -1,5 +1,7 @@
 import { execa } from 'execa';
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { accessSync, constants } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { CommandError } from '../errors.js';
@@ -71,6 +73,25 @@ export function childEnv(parent: NodeJS.ProcessEnv, options: Pick<RunOptions, 'e
   return env;
 }
 
+/** How much lower the commands started in the current async context run (runLowered). */
+const lowering = new AsyncLocalStorage<number>();
+
+/**
+ * Runs `work` with every command it starts through Exec at a lower CPU priority (nice +
+ * `by`, at most 19): for a step the gateway's first start does not wait for, so the
+ * steps it does wait for get the cores first (Step.background). Carried by the async
+ * context, not by another Host: the host stays the one object every step shares (the
+ * manifest's recorder and other per-host state are keyed by it).
+ */
+export function runLowered<T>(by: number, work: () => Promise<T>): Promise<T> {
+  return lowering.run((lowering.getStore() ?? 0) + by, work);
+}
+
+/** The lowering in effect here (0 outside runLowered). */
+export function currentLowering(): number {
+  return lowering.getStore() ?? 0;
+}
+
 /**
  * Runs commands from PATH with a minimal environment (childEnv). Arguments and
  * environment are checked for secrets before the process starts (a secret goes to a
@@ -103,6 +124,15 @@ export class Exec {
       encoding: 'utf8',
       stdin: options.input === undefined ? 'ignore' : 'pipe',
     });
+    const niceness = currentLowering();
+    if (niceness > 0 && subprocess.pid !== undefined) {
+      // Reniced as soon as it is spawned; what it starts inherits it.
+      try {
+        os.setPriority(subprocess.pid, Math.min(19, os.getPriority() + niceness));
+      } catch {
+        // Gone already, or not allowed: it runs at our priority, which is only slower for others.
+      }
+    }
     const { onOutputLine } = options;
     if (onOutputLine) {
       // A listener beside execa's own (it collects the output from the same events).

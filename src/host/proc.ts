@@ -1,4 +1,4 @@
-import { accessSync, readFileSync } from 'node:fs';
+import { accessSync, readFileSync, readdirSync, readlinkSync } from 'node:fs';
 import { isMissing } from './files.js';
 
 /**
@@ -58,6 +58,95 @@ export class Proc {
     return out;
   }
 
+  /**
+   * The processes working in `folder` (a real path): their working directory is in it, or
+   * one of their arguments is it or a path in it (`npm ci --prefix FOLDER`); with every
+   * process they started. Never this process nor its ancestors. Zombies are left out:
+   * they write nothing.
+   */
+  async workingIn(folder: string): Promise<WorkingProcess[]> {
+    const inFolder = (p: string) => p === folder || p.startsWith(`${folder}/`);
+    const spared = new Set([process.pid, ...(await this.ancestors()).map((a) => a.pid)]);
+    const table = this.table();
+    const found = new Set<number>();
+    for (const entry of table.values()) {
+      if (spared.has(entry.pid)) continue;
+      const cwd = this.cwdOf(entry.pid);
+      if ((cwd !== undefined && inFolder(cwd)) || entry.argv.some(inFolder)) found.add(entry.pid);
+    }
+    // What they started (an install script's shell, node-gyp): by parent, until nothing new.
+    for (let grew = true; grew; ) {
+      grew = false;
+      for (const entry of table.values()) {
+        if (!found.has(entry.pid) && found.has(entry.ppid) && !spared.has(entry.pid)) {
+          found.add(entry.pid);
+          grew = true;
+        }
+      }
+    }
+    return [...found].map((pid) => table.get(pid)!).map(({ pid, argv, startTime }) => ({ pid, argv, startTime }));
+  }
+
+  /**
+   * Stops (SIGKILL) what workingIn(folder) finds and waits until it is gone, up to
+   * `timeoutMs`: before an install empties a staging folder that an earlier, killed
+   * installer's npm may still be writing into (orphaned, it outlives its parent). A
+   * process is signalled only if it is still the one found (same start time).
+   */
+  async stopWorkingIn(folder: string, timeoutMs = 10_000): Promise<WorkingProcess[]> {
+    const found = await this.workingIn(folder);
+    for (const p of found) {
+      if (this.table().get(p.pid)?.startTime !== p.startTime) continue;
+      try {
+        process.kill(p.pid, 'SIGKILL');
+      } catch {
+        // Gone already.
+      }
+    }
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const live = this.table();
+      const left = found.filter((p) => live.get(p.pid)?.startTime === p.startTime);
+      if (left.length === 0) return found;
+      if (Date.now() >= deadline) throw new Error(`processes still working in ${folder} did not stop: ${left.map((p) => `${p.pid} ${p.argv.slice(0, 4).join(' ')}`).join('; ')}`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+
+  /** Every live (not zombie) process: pid, parent, start time (clock ticks since boot) and arguments. */
+  private table(): Map<number, ProcessEntry> {
+    const out = new Map<number, ProcessEntry>();
+    let names: string[];
+    try {
+      names = readdirSync(this.procRoot);
+    } catch {
+      return out;
+    }
+    for (const name of names) {
+      if (!/^\d+$/.test(name)) continue;
+      const pid = Number(name);
+      try {
+        const stat = readFileSync(`${this.procRoot}/${pid}/stat`, 'utf8');
+        // pid (comm) state ppid ... starttime (field 22): the command name may hold spaces and parentheses.
+        const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        if (fields[0] === 'Z' || fields[0] === 'X') continue;
+        const argv = readFileSync(`${this.procRoot}/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+        out.set(pid, { pid, ppid: Number(fields[1]), startTime: fields[19] ?? '', argv });
+      } catch {
+        // Gone while read.
+      }
+    }
+    return out;
+  }
+
+  private cwdOf(pid: number): string | undefined {
+    try {
+      return readlinkSync(`${this.procRoot}/${pid}/cwd`).replace(/ \(deleted\)$/, '');
+    } catch {
+      return undefined;
+    }
+  }
+
   private async parentOf(pid: number): Promise<number | undefined> {
     try {
       const stat = readFileSync(`${this.procRoot}/${pid}/stat`, 'utf8');
@@ -67,4 +156,15 @@ export class Proc {
       return undefined;
     }
   }
+}
+
+export interface WorkingProcess {
+  pid: number;
+  argv: string[];
+  /** Clock ticks since boot (/proc/<pid>/stat field 22): tells a reused pid apart. */
+  startTime: string;
+}
+
+interface ProcessEntry extends WorkingProcess {
+  ppid: number;
 }

@@ -45,6 +45,7 @@ const READS = {
   services: ['isActive', 'isEnabled', 'mainPid', 'mainProcess', 'journalTail', 'resources'],
   locks: ['holders', 'waitFree'],
   net: ['request'],
+  proc: ['environ', 'alive', 'ancestors', 'workingIn'],
   log: ['debug', 'info', 'warn', 'error', 'close', 'routeConsole'],
 } as const;
 
@@ -92,7 +93,7 @@ function readOnlyExec(exec: Exec): Exec {
 }
 
 /** The parts of a host that change the machine, behind read-only doors (host/index.ts builds the host). */
-export function readOnlyParts<P extends { files: object; exec: Exec; services: object; locks: object; net: object; log: object }>(parts: P): P {
+export function readOnlyParts<P extends { files: object; exec: Exec; services: object; locks: object; net: object; proc: object; log: object }>(parts: P): P {
   return {
     ...parts,
     files: readsOnly(parts.files, 'files', READS.files),
@@ -100,6 +101,7 @@ export function readOnlyParts<P extends { files: object; exec: Exec; services: o
     services: readsOnly(parts.services, 'services', READS.services),
     locks: readsOnly(parts.locks, 'locks', READS.locks),
     net: readsOnly(parts.net, 'net', READS.net),
+    proc: readsOnly(parts.proc, 'proc', READS.proc),
     log: readsOnly(parts.log, 'log', READS.log),
   };
 }

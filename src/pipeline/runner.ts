@@ -1,4 +1,5 @@
 import type { ListrTask } from 'listr2';
+import { runLowered } from '../host/exec.js';
 import { DeployError } from '../errors.js';
 import { outcomeText } from './outcome.js';
 import { Turn, type StepRendererOptions, type StepRendererTaskOptions } from './renderer.js';
@@ -39,6 +40,9 @@ async function assess(step: Step, ctx: InstallContext): Promise<Assessment> {
     return { error };
   }
 }
+
+/** How much lower a background step's commands run when steps run at once (Step.background): nice 10 of 19. */
+export const BACKGROUND_NICENESS = 10;
 
 /**
  * Runs the steps as a listr2 task list, each check -> (plan) -> apply -> verify, a step
@@ -117,8 +121,12 @@ export async function runPipeline(
           }
           changedSoFar = true;
           if (!check) {
-            await step.apply(ctx, plan);
-            await step.verify?.(ctx);
+            const work = async () => {
+              await step.apply(ctx, plan);
+              await step.verify?.(ctx);
+            };
+            // Beside other steps, a background step's commands yield the cores (Step.background).
+            await (step.background && concurrency > 1 ? runLowered(BACKGROUND_NICENESS, work) : work());
           }
           for (const n of plan.notify ?? []) notified.add(n);
           task.title = `${step.title}: ${outcomeText(record({ status: 'changed', changes: plan.changes }), check)}`;

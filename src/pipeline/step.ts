@@ -91,6 +91,14 @@ export interface Step {
    */
   barrier?: true;
   /**
+   * Off the path to the gateway's first health check (needs.test.ts holds it): when
+   * steps run at once, its commands run at a lower CPU priority (BACKGROUND_NICENESS,
+   * host/exec.ts runLowered), so on a small server the steps the gateway waits for get
+   * the cores first. Its own duration grows; the install's does not, as long as it
+   * stays off that path.
+   */
+  background?: true;
+  /**
    * false when check() waits or polls (lock wait, health probe): it then runs only in
    * its turn. Other checks are read-only and start together (see runPipeline).
    */

@@ -51,6 +51,14 @@ export async function installLockedProject(
   project: LockedProject,
   options: { env?: Record<string, string>; progress?: (text: string) => void } = {},
 ): Promise<void> {
+  // An installer killed mid-run (kill -9, a lost SSH session) leaves its npm running
+  // here, orphaned: stopped first, or it goes on writing into the tree installed now.
+  const stopped = await host.proc.stopWorkingIn(host.paths.real(folder));
+  if (stopped.length > 0) {
+    const what = stopped.map((p) => `${p.pid} (${p.argv.slice(0, 3).map((a) => a.split('/').pop()).join(' ')})`).join(', ');
+    host.log.warn(`stopped ${stopped.length} process(es) of an earlier, interrupted run still working in ${folder}: ${what}`);
+    options.progress?.(`stopped what an earlier, interrupted run left working in ${folder}`);
+  }
   await host.files.remove(folder);
   await host.files.ensureDir(folder, 0o755);
   await host.files.write(`${folder}/package.json`, project.manifestText, { mode: 0o644 });

@@ -38,6 +38,8 @@ export const browserStep: Step = {
   title: 'Browser skill (headless browser)',
   // system-packages: on Ubuntu apt fetches Google's repository over https (ca-certificates).
   needs: ['preflight', 'package-lock', 'system-packages', LOCKS.apt],
+  // Nothing the gateway's first start waits for: its apt run yields the cores to those steps.
+  background: true,
   writes: [BROWSER_KEY, BROWSER_SOURCES],
   async skip({ host, components }) {
     const os = await readOs(host.files);

@@ -34,6 +34,10 @@ export const memoryStep: Step = {
   id: 'memory',
   title: 'Memory daemon (QMD, as an MCP server, from the shipped lock)',
   needs: ['node-runtime'],
+  // Nothing the gateway's first start waits for: its npm run yields the cores to those
+  // steps. An installer killed mid-run leaves this npm running into qmd-next, slower when
+  // niced: the re-run stops it before it installs there (installLockedProject).
+  background: true,
   writes: [QMD_PREFIX, QMD_NEXT, QMD_MANIFEST, { type: 'programs', path: LAYOUT.qmdPrefix, files: (components) => qmdFiles(components.qmd.package) }],
   async check({ host, components }) {
     const { package: name, version: want } = components.qmd;

@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import { Exec, currentLowering } from '../../src/host/exec.js';
 import type { Host } from '../../src/host/index.js';
-import { runPipeline, type PipelineOutcome } from '../../src/pipeline/runner.js';
+import { Logger } from '../../src/host/log.js';
+import { Redactor } from '../../src/host/redact.js';
+import { BACKGROUND_NICENESS, runPipeline, type PipelineOutcome } from '../../src/pipeline/runner.js';
 import type { InstallContext, InstallOptions, Step } from '../../src/pipeline/step.js';
 
 /**
@@ -188,5 +191,39 @@ describe('runPipeline with steps at once (install without --serial)', () => {
     const outcome = await runPipeline(steps(calls), base(true), { silent: true, concurrency: 4 });
     expect(shape(outcome).map((r) => `${r.id} ${r.status}`)).toEqual(['a ok', 'b changed', 'c skipped', 'd failed', 'e changed']);
     expect(calls.filter((c) => !c.startsWith('check'))).toEqual([]);
+  });
+});
+
+describe('a background step (Step.background) runs its commands at a lower CPU priority when steps run at once', () => {
+  const withExec = (): Omit<InstallContext, 'notified' | 'progress'> => {
+    const b = base(false);
+    const redactor = new Redactor();
+    return { ...b, host: { ...b.host, exec: new Exec(redactor, new Logger(redactor, { quiet: true }), { PATH: process.env.PATH }) } };
+  };
+  const probe = (seen: Record<string, number>, hosts: Set<Host>): Step[] =>
+    (['front', 'back'] as const).map((id) => ({
+      id,
+      title: `Step ${id}`,
+      ...(id === 'back' ? { background: true as const } : {}),
+      check: async () => ({ changes: [{ target: `/etc/${id}`, summary: 'write' }] }),
+      apply: async (ctx) => {
+        hosts.add(ctx.host);
+        await Promise.resolve();
+        seen[id] = currentLowering();
+      },
+    }));
+
+  it('lowered by BACKGROUND_NICENESS beside other steps, on the same host object; the other steps, and every step of a serial run, as they were', async () => {
+    const b = withExec();
+    const together: Record<string, number> = {};
+    const hosts = new Set<Host>();
+    await runPipeline(probe(together, hosts), b, { silent: true, concurrency: 4 });
+    expect(together).toEqual({ front: 0, back: BACKGROUND_NICENESS });
+    // One host for every step: per-host state (the manifest's recorder) is keyed by it.
+    expect([...hosts]).toEqual([b.host]);
+    const serial: Record<string, number> = {};
+    await runPipeline(probe(serial, hosts), withExec(), { silent: true, concurrency: 1 });
+    expect(serial).toEqual({ front: 0, back: 0 });
+    expect(currentLowering()).toBe(0);
   });
 });

@@ -59,6 +59,13 @@ describe("the steps' needs (what a runner starting steps together must wait for)
     expect(installSteps().find((s) => s.id === 'manifest')!.needs).toContain('browser');
   });
 
+  it('a background step (run at a lower CPU priority beside the others) is nothing the gateway\'s first health check waits for', () => {
+    const background = installSteps().filter((s) => s.background).map((s) => s.id);
+    expect(background.sort()).toEqual(['browser', 'memory']);
+    const waits = neededBy(installSteps(), 'health');
+    for (const id of background) expect(waits.has(id), id).toBe(false);
+  });
+
   it('preflight and the package manager lock are barriers: nothing changes on a refused server or while another installer runs', () => {
     expect(installSteps().filter((s) => s.barrier).map((s) => s.id)).toEqual(['preflight', 'package-lock']);
   });
