@@ -143,7 +143,7 @@ export const gatewayServiceStep: Step = {
   },
   async verify({ host }) {
     if (!(await host.services.isActive('user', UNIT))) {
-      throw new DeployError(`${UNIT} is not active`, `see \`XDG_RUNTIME_DIR=/run/user/0 journalctl --user -u ${UNIT} -n 50\` or run \`service-deploy gateway logs\``);
+      throw new DeployError(`${UNIT} is not active`, `see \`journalctl --user-unit=${UNIT} -n 50\` or run \`service-deploy gateway logs\``);
     }
   },
 };

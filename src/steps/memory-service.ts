@@ -123,7 +123,7 @@ export const memoryServiceStep: Step = {
     if (!last.ok) {
       throw new DeployError(
         `${LAYOUT.qmdMcpService} does not answer ${qmdHealthUrl(host)}: ${last.detail}`,
-        `see \`XDG_RUNTIME_DIR=/run/user/0 journalctl --user -u ${LAYOUT.qmdMcpService} -n 50\` (another program on port ${QMD_MCP_PORT}?)`,
+        `see \`journalctl --user-unit=${LAYOUT.qmdMcpService} -n 50\` (another program on port ${QMD_MCP_PORT}?)`,
       );
     }
   },

@@ -406,7 +406,7 @@ describe('each check: broken fixture fails (or warns) with its fix; healthy pass
     state('qmd-down');
     const silent = await check('memory');
     expect([silent.status, silent.message]).toEqual(['fail', expect.stringMatching(/qmd-mcp\.service runs but http:\/\/127\.0\.0\.1:\d+\/qmd\/health does not answer: HTTP 503/)]);
-    expect(silent.commands).toEqual(['XDG_RUNTIME_DIR=/run/user/0 systemctl --user restart qmd-mcp.service', 'XDG_RUNTIME_DIR=/run/user/0 journalctl --user -u qmd-mcp.service -n 50 --no-pager']);
+    expect(silent.commands).toEqual(['XDG_RUNTIME_DIR=/run/user/0 systemctl --user restart qmd-mcp.service', 'journalctl --user-unit=qmd-mcp.service -n 50 --no-pager']);
     fs.rmSync(path.join(sb.state, 'user-qmd-mcp.service.active'));
     const stopped = await check('memory');
     expect([stopped.status, stopped.message]).toEqual(['fail', expect.stringMatching(/qmd-mcp\.service is not running: the agent's memory tools \(qmd__query, qmd__get\) fail/)]);

@@ -127,7 +127,7 @@ describe('the memory-service step (sandbox)', () => {
     const step = stepOf(run.stdout, 'memory-service');
     expect(step.status).toBe('failed');
     expect(step.error).toMatch(/qmd-mcp\.service does not answer http:\/\/127\.0\.0\.1:\d+\/qmd\/health: HTTP 503/);
-    expect(step.hint).toMatch(/journalctl --user -u qmd-mcp\.service/);
+    expect(step.hint).toMatch(/journalctl --user-unit=qmd-mcp\.service/);
   });
 
   it('render qmd-mcp prints the unit the install writes', async () => {

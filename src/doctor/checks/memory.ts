@@ -5,7 +5,8 @@ import { fail, pass, type Check } from '../types.js';
 
 const USER = 'XDG_RUNTIME_DIR=/run/user/0';
 const REFRESH = `${USER} systemctl --user start ${LAYOUT.qmdRefreshService}`;
-const QMD_LOG = `${USER} journalctl --user -u ${LAYOUT.qmdMcpService} -n 50 --no-pager`;
+// --user-unit=, not `--user -u`: a volatile journal keeps no per-user files (Services.journalTail).
+const QMD_LOG = `journalctl --user-unit=${LAYOUT.qmdMcpService} -n 50 --no-pager`;
 
 /**
  * QMD is the agent's memory: the collection over the memory files exists, QMD's MCP
@@ -57,7 +58,7 @@ export const memoryCheck: Check = {
       return fail(
         `the memory index was ${ageMs === undefined ? 'never refreshed here' : `last refreshed ${Math.round(ageMs / 60_000)} min ago`} (the timer runs every ${REFRESH_PERIOD_MINUTES} min)`,
         `refresh it now and read the refresh log if it fails`,
-        { commands: [REFRESH, `${USER} journalctl --user -u ${LAYOUT.qmdRefreshService} -n 50 --no-pager`] },
+        { commands: [REFRESH, `journalctl --user-unit=${LAYOUT.qmdRefreshService} -n 50 --no-pager`] },
       );
     }
     const open = await openModes(host);
