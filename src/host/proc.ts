@@ -84,7 +84,10 @@ export class Proc {
         }
       }
     }
-    return [...found].map((pid) => table.get(pid)!).map(({ pid, argv, startTime }) => ({ pid, argv, startTime }));
+    return [...found].map((pid) => {
+      const { argv, startTime } = table.get(pid)!;
+      return { pid, argv, startTime };
+    });
   }
 
   /**
@@ -95,8 +98,9 @@ export class Proc {
    */
   async stopWorkingIn(folder: string, timeoutMs = 10_000): Promise<WorkingProcess[]> {
     const found = await this.workingIn(folder);
+    const now = found.length > 0 ? this.table() : new Map<number, ProcessEntry>();
     for (const p of found) {
-      if (this.table().get(p.pid)?.startTime !== p.startTime) continue;
+      if (now.get(p.pid)?.startTime !== p.startTime) continue;
       try {
         process.kill(p.pid, 'SIGKILL');
       } catch {
